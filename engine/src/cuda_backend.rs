@@ -1,0 +1,223 @@
+//! NVIDIA devices through the CUDA driver API (cudarc), loaded at run time.
+//!
+//! The driver library is opened when discovery runs, never at link time, so the engine builds
+//! and runs where no CUDA is installed and reports "no CUDA driver" instead of failing. Kernels
+//! come from the block's PTX form, which the driver compiles for its GPU. Arguments follow the
+//! ABI of `docs/kernels.md`: the tile header and parameters as 32-bit words by value, then one
+//! pointer per array in binding order, each whole array followed by its length in elements.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind};
+
+use crate::{Backend, EngineError, Found, TileJob, TileOutput};
+
+/// Threads per CUDA block; any size works, the kernels index with blockDim.
+const THREADS: u32 = 256;
+/// Whole arrays kept on a device before the oldest are dropped.
+const WHOLE_ARRAYS_KEPT: usize = 64;
+
+/// Finds CUDA devices, or says why there are none.
+pub(crate) fn discover() -> Found {
+    let mut found = Found { devices: Vec::new(), notes: Vec::new() };
+    // SAFETY: only tries to open the driver library by its usual names.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        found.notes.push("cuda: no CUDA driver (libcuda not found)".into());
+        return found;
+    }
+    let count = match CudaContext::device_count() {
+        Ok(count) => count,
+        Err(e) => {
+            found.notes.push(format!("cuda: the driver reports no usable device ({e})"));
+            return found;
+        }
+    };
+    for ordinal in 0..count.max(0) as usize {
+        match CudaDevice::open(ordinal) {
+            Ok(device) => found.devices.push(Box::new(device)),
+            Err(e) => found.notes.push(format!("cuda: device {ordinal} cannot be opened ({e})")),
+        }
+    }
+    found
+}
+
+/// One CUDA device and what it keeps between tiles.
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    kernels: HashMap<BlockId, Kernel>,
+    /// Whole arrays by content hash, with the order they were last used in.
+    whole: HashMap<[u8; 32], (CudaSlice<u8>, u64)>,
+    uses: u64,
+}
+
+struct Kernel {
+    function: CudaFunction,
+    /// One device buffer per per-item array (None for whole arrays), `capacity` items long.
+    per_item: Vec<Option<CudaSlice<u8>>>,
+    capacity: u32,
+}
+
+impl CudaDevice {
+    fn open(ordinal: usize) -> Result<Self, DriverError> {
+        let ctx = CudaContext::new(ordinal)?;
+        let name = ctx.name()?;
+        let total = ctx.total_mem()? as u64;
+        let free = ctx.mem_get_info().ok().map(|(free, _)| free as u64);
+        let stream = ctx.default_stream();
+        let info = DeviceInfo {
+            id: DeviceInfo::make_id(BackendKind::Cuda, &name),
+            backend: BackendKind::Cuda,
+            name,
+            cpu: false,
+            memory_total: Some(total),
+            memory_free: free,
+            max_buffer_bytes: total,
+        };
+        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: HashMap::new(), uses: 0 })
+    }
+
+    fn error(&self, block: &str, e: DriverError) -> EngineError {
+        driver_error(&self.info.id, block, e)
+    }
+
+    fn whole_buffer(&mut self, block: &str, array: &crate::WholeArray) -> Result<(), EngineError> {
+        self.uses += 1;
+        let uses = self.uses;
+        if let Some((_, last)) = self.whole.get_mut(&array.hash) {
+            *last = uses;
+            return Ok(());
+        }
+        if self.whole.len() >= WHOLE_ARRAYS_KEPT {
+            let oldest = self.whole.iter().min_by_key(|(_, (_, last))| *last).map(|(hash, _)| *hash);
+            if let Some(hash) = oldest {
+                self.whole.remove(&hash);
+            }
+        }
+        let buffer = self.stream.clone_htod(&array.data[..]).map_err(|e| self.error(block, e))?;
+        self.whole.insert(array.hash, (buffer, uses));
+        Ok(())
+    }
+}
+
+impl Backend for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn memory_free(&mut self) -> Option<u64> {
+        self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
+    fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
+        let Some(ptx) = desc.forms.ptx.clone() else {
+            return Err(EngineError::NoForm { device: self.info.id.clone(), block: desc.name.clone(), wanted: FormKind::Ptx });
+        };
+        let fail = |e: DriverError| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason: e.to_string() };
+        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(fail)?;
+        let function = module.load_function(&desc.entry).map_err(fail)?;
+        self.kernels.insert(id, Kernel { function, per_item: Vec::new(), capacity: 0 });
+        Ok(())
+    }
+
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError> {
+        let count = job.tile.count;
+        for array in &job.whole {
+            self.whole_buffer(&desc.name, array)?;
+        }
+        let stream = self.stream.clone();
+        let kernel = self.kernels.get(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+        if kernel.capacity < count {
+            let capacity = count.checked_next_power_of_two().unwrap_or(count);
+            let mut per_item = Vec::new();
+            for array in &desc.arrays {
+                per_item.push(match array.role {
+                    ArrayRole::PerItem(_) => {
+                        let bytes = array.elem_size as usize * capacity as usize;
+                        Some(stream.alloc_zeros::<u8>(bytes).map_err(|e| self.error(&desc.name, e))?)
+                    }
+                    ArrayRole::Whole => None,
+                });
+            }
+            let kernel = self.kernels.get_mut(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+            kernel.per_item = per_item;
+            kernel.capacity = capacity;
+        }
+        let device_id = self.info.id.clone();
+        let err = |e: DriverError| driver_error(&device_id, &desc.name, e);
+        let kernel = self.kernels.get_mut(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+
+        for (index, data) in desc.tile_inputs().zip(&job.inputs) {
+            if let Some(buffer) = kernel.per_item[index].as_mut() {
+                stream.memcpy_htod(&data[..], &mut buffer.slice_mut(0..data.len())).map_err(err)?;
+            }
+        }
+        let words: Vec<u32> = job.tile.header(0).into_iter().chain(job.params.iter().copied()).collect();
+        let whole_lens: Vec<u32> = desc
+            .whole_arrays()
+            .zip(&job.whole)
+            .map(|(i, w)| (w.data.len() / desc.arrays[i].elem_size as usize) as u32)
+            .collect();
+        {
+            let mut launch = stream.launch_builder(&kernel.function);
+            for word in &words {
+                launch.arg(word);
+            }
+            let mut wholes = job.whole.iter().zip(&whole_lens);
+            for buffer in &kernel.per_item {
+                match buffer {
+                    Some(buffer) => {
+                        launch.arg(buffer);
+                    }
+                    None => {
+                        let Some((array, len)) = wholes.next() else {
+                            return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
+                        };
+                        let Some((buffer, _)) = self.whole.get(&array.hash) else {
+                            return Err(EngineError::BadJob("a whole array was not uploaded".into()));
+                        };
+                        launch.arg(buffer);
+                        launch.arg(len);
+                    }
+                }
+            }
+            let config = LaunchConfig { grid_dim: (count.div_ceil(THREADS), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: the arguments follow the ABI the PTX forms are written to (header words,
+            // parameters, then array pointers with whole-array lengths), every per-item buffer
+            // holds at least `count` elements, and the kernel guards `i < count`.
+            unsafe { launch.launch(config) }.map_err(err)?;
+        }
+        let mut outputs = Vec::new();
+        for index in desc.tile_outputs() {
+            let bytes = desc.arrays[index].elem_size as usize * count as usize;
+            let mut out = vec![0u8; bytes];
+            if let Some(buffer) = kernel.per_item[index].as_ref() {
+                stream.memcpy_dtoh(&buffer.slice(0..bytes), &mut out[..]).map_err(err)?;
+            }
+            outputs.push(out);
+        }
+        stream.synchronize().map_err(err)?;
+        Ok(TileOutput { outputs })
+    }
+}
+
+/// Maps a driver error to what a caller can act on: a faulting kernel leaves the context
+/// unusable, so it is reported as a lost device.
+fn driver_error(device: &str, block: &str, e: DriverError) -> EngineError {
+    let device = device.to_owned();
+    match e.0 {
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => EngineError::OutOfMemory(device),
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+        | CUresult::CUDA_ERROR_LAUNCH_FAILED
+        | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+        | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+        | CUresult::CUDA_ERROR_ECC_UNCORRECTABLE => EngineError::DeviceLost { device, reason: e.to_string() },
+        _ => EngineError::Launch { device, block: block.to_owned(), reason: e.to_string() },
+    }
+}

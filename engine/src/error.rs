@@ -1,0 +1,67 @@
+//! Device errors: small, and each says what to do.
+
+use xcd_wire::FormKind;
+
+/// Why a device could not load a block or run a tile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The block carries no form this device takes.
+    #[error("{device} needs the {wanted} form and block {block} carries none: build it with every kernel form")]
+    NoForm {
+        /// Device id.
+        device: String,
+        /// Block name.
+        block: String,
+        /// The form this device takes.
+        wanted: FormKind,
+    },
+    /// The device rejected the kernel.
+    #[error("{device} could not load block {block}: {reason}")]
+    Load {
+        /// Device id.
+        device: String,
+        /// Block name.
+        block: String,
+        /// What the driver said.
+        reason: String,
+    },
+    /// A tile arrived for a block that was never loaded here.
+    #[error("block {0} is not loaded on this device: load it first")]
+    NotLoaded(String),
+    /// The job does not fit the block's description.
+    #[error("bad tile: {0}")]
+    BadJob(String),
+    /// The tile does not fit the device's buffers.
+    #[error("tile of {items} items needs {bytes} bytes in one buffer; {device} allows {max}: use smaller tiles")]
+    TooLarge {
+        /// Device id.
+        device: String,
+        /// Items in the tile.
+        items: u32,
+        /// Bytes the largest buffer would need.
+        bytes: u64,
+        /// Largest buffer the device allows.
+        max: u64,
+    },
+    /// The device ran out of memory.
+    #[error("{0} is out of memory")]
+    OutOfMemory(String),
+    /// The kernel failed on the device.
+    #[error("{device} failed running block {block}: {reason}")]
+    Launch {
+        /// Device id.
+        device: String,
+        /// Block name.
+        block: String,
+        /// What the driver said.
+        reason: String,
+    },
+    /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
+    #[error("{device} is lost: {reason}")]
+    DeviceLost {
+        /// Device id.
+        device: String,
+        /// Why.
+        reason: String,
+    },
+}

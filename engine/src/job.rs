@@ -1,0 +1,109 @@
+//! One tile's work for a device, and its results, checked against the block before any upload.
+
+use std::sync::Arc;
+
+use xcd_wire::{BlockDesc, BlockId, Tile};
+
+use crate::EngineError;
+
+/// A whole (read-only, shared) array, addressed by the hash of its bytes so a device uploads it
+/// once and reuses it for every tile and every run that sends the same bytes.
+#[derive(Debug, Clone)]
+pub struct WholeArray {
+    /// SHA-256 of `data`.
+    pub hash: [u8; 32],
+    /// The array's bytes.
+    pub data: Arc<[u8]>,
+}
+
+impl WholeArray {
+    /// Wraps bytes, computing their hash.
+    pub fn new(data: Arc<[u8]>) -> Self {
+        WholeArray { hash: xcd_wire::content_hash(&data), data }
+    }
+}
+
+/// Everything a device needs to run one tile of a loaded block.
+#[derive(Debug, Clone)]
+pub struct TileJob {
+    /// The block, as loaded.
+    pub block: BlockId,
+    /// Which items.
+    pub tile: Tile,
+    /// The block's scalar parameters, one word each.
+    pub params: Vec<u32>,
+    /// The tile's slice of each per-item array the device reads, in binding order.
+    pub inputs: Vec<Vec<u8>>,
+    /// Each whole array, in binding order.
+    pub whole: Vec<WholeArray>,
+}
+
+/// A tile's results: the tile's slice of each per-item array the device writes, in binding order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileOutput {
+    /// One byte vector per written array, `count * elem_size` bytes each.
+    pub outputs: Vec<Vec<u8>>,
+}
+
+impl TileJob {
+    /// Checks that the job fits the block: parameter count, input sizes, whole arrays.
+    pub fn check(&self, desc: &BlockDesc) -> Result<(), EngineError> {
+        let bad = |msg: String| Err(EngineError::BadJob(msg));
+        if self.tile.count == 0 {
+            return bad("a tile must hold at least one item".into());
+        }
+        if self.tile.end() > u64::from(u32::MAX) + 1 {
+            return bad(format!("tile {}+{} runs past the last possible item", self.tile.start, self.tile.count));
+        }
+        if self.params.len() != desc.params.len() {
+            return bad(format!(
+                "block {} takes {} parameters, the tile carries {}",
+                desc.name,
+                desc.params.len(),
+                self.params.len()
+            ));
+        }
+        let inputs: Vec<usize> = desc.tile_inputs().collect();
+        if inputs.len() != self.inputs.len() {
+            return bad(format!(
+                "block {} reads {} per-item arrays, the tile carries {}",
+                desc.name,
+                inputs.len(),
+                self.inputs.len()
+            ));
+        }
+        for (&index, data) in inputs.iter().zip(&self.inputs) {
+            let spec = &desc.arrays[index];
+            let want = u64::from(self.tile.count) * u64::from(spec.elem_size);
+            if data.len() as u64 != want {
+                return bad(format!(
+                    "array {} needs {want} bytes for {} items, the tile carries {}",
+                    spec.name,
+                    self.tile.count,
+                    data.len()
+                ));
+            }
+        }
+        let wholes: Vec<usize> = desc.whole_arrays().collect();
+        if wholes.len() != self.whole.len() {
+            return bad(format!(
+                "block {} binds {} whole arrays, the tile carries {}",
+                desc.name,
+                wholes.len(),
+                self.whole.len()
+            ));
+        }
+        for (&index, array) in wholes.iter().zip(&self.whole) {
+            let spec = &desc.arrays[index];
+            if array.data.is_empty() || array.data.len() % spec.elem_size as usize != 0 {
+                return bad(format!(
+                    "whole array {} must hold at least one element of {} bytes and whole elements, it has {} bytes",
+                    spec.name,
+                    spec.elem_size,
+                    array.data.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}

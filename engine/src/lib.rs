@@ -1,0 +1,85 @@
+//! Devices and kernels: everything that touches a GPU API.
+//!
+//! Owns discovery ([`discover`]), the [`Backend`] trait that each GPU API implements (wgpu for
+//! Vulkan, Metal and DX12, llvmpipe included; CUDA through cudarc, loaded at run time), one owner
+//! thread per device, and the cheap [`DeviceHandle`] that callers clone. It must not touch HTTP,
+//! the scheduler or settings: the daemon and the program side both drive devices through it.
+//!
+//! Layout:
+//! - [`job`]: a tile's inputs ([`TileJob`]) and results ([`TileOutput`]), checked against a block;
+//! - [`owner`]: the owner thread, the [`Backend`] trait and [`DeviceHandle`];
+//! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms;
+//! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
+//! - [`error`]: [`EngineError`], small and actionable.
+
+pub mod cuda_backend;
+pub mod error;
+pub mod job;
+pub mod owner;
+pub mod wgpu_backend;
+
+pub use error::EngineError;
+pub use job::{TileJob, TileOutput, WholeArray};
+pub use owner::{Backend, DeviceHandle};
+
+use xcd_wire::BackendKind;
+
+/// Every device this machine can serve, and why others are absent.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    /// One handle per device, CUDA first.
+    pub devices: Vec<DeviceHandle>,
+    /// Lines that explain what was not found, e.g. `cuda: no CUDA driver (libcuda not found)`.
+    pub notes: Vec<String>,
+}
+
+impl Inventory {
+    /// True when every device computes on the CPU (or there is none).
+    pub fn cpu_only(&self) -> bool {
+        self.devices.iter().all(|d| d.info().cpu)
+    }
+}
+
+/// Finds every device: CUDA devices, then wgpu adapters.
+///
+/// An NVIDIA adapter that CUDA already serves is not served again through Vulkan, and a device
+/// that computes on the CPU (llvmpipe) is served only when there is no real GPU.
+pub fn discover() -> Inventory {
+    let mut inventory = Inventory::default();
+    let cuda = cuda_backend::discover();
+    inventory.notes.extend(cuda.notes);
+    let have_cuda = !cuda.devices.is_empty();
+    let gpus = wgpu_backend::discover(have_cuda);
+    inventory.notes.extend(gpus.notes);
+
+    let mut backends: Vec<Box<dyn Backend>> = cuda.devices;
+    let real_gpu = have_cuda || gpus.devices.iter().any(|d| !d.info().cpu);
+    for device in gpus.devices {
+        if real_gpu && device.info().cpu {
+            inventory.notes.push(format!("{}: not served, this machine has a GPU", device.info().id));
+            continue;
+        }
+        backends.push(device);
+    }
+    inventory.devices = backends.into_iter().map(owner::spawn).collect();
+    inventory
+}
+
+/// Discovery's result for one backend.
+pub(crate) struct Found {
+    pub(crate) devices: Vec<Box<dyn Backend>>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// Whether a device of this backend takes this block, judged by its forms.
+pub fn form_for(backend: BackendKind, forms: &xcd_wire::Forms) -> Option<xcd_wire::FormKind> {
+    use xcd_wire::FormKind;
+    let wanted: &[FormKind] = match backend {
+        BackendKind::Cuda => &[FormKind::Ptx],
+        BackendKind::Vulkan => &[FormKind::Spirv, FormKind::Wgsl],
+        BackendKind::Metal => &[FormKind::Msl, FormKind::Wgsl],
+        BackendKind::Dx12 => &[FormKind::Wgsl],
+    };
+    let kinds = forms.kinds();
+    wanted.iter().copied().find(|k| kinds.contains(k))
+}

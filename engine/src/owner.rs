@@ -1,0 +1,183 @@
+//! One owner thread per device; callers hold a cheap [`DeviceHandle`].
+//!
+//! A GPU API's device state (queues, pipelines, buffers) is driven from one thread only, the
+//! owner, which takes commands from a channel in order. Handles are clones of the channel's
+//! sender plus the device's description, so the daemon's tasks and the program's workers can
+//! share a device without locks. A panic inside a backend is caught: the device is then
+//! reported lost and every later command says so, and the process keeps running.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
+
+use crate::{EngineError, TileJob, TileOutput};
+
+/// One device of one GPU API, as its owner thread drives it.
+///
+/// Implementations keep their own compiled kernels and buffers between calls, and may assume
+/// that a job has been checked against its block ([`TileJob::check`]) before `run` is called.
+pub trait Backend: Send + 'static {
+    /// The device's description, as discovered.
+    fn info(&self) -> &DeviceInfo;
+    /// Free device memory now, in bytes, where the driver tells.
+    fn memory_free(&mut self) -> Option<u64>;
+    /// Compiles the block's kernel for this device from the form it takes.
+    fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError>;
+    /// Runs one tile of a loaded block and reads its results back.
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError>;
+}
+
+enum Command {
+    Status(oneshot::Sender<DeviceInfo>),
+    Load(Arc<BlockDesc>, oneshot::Sender<Result<BlockId, EngineError>>),
+    Run(TileJob, oneshot::Sender<Result<TileOutput, EngineError>>),
+}
+
+/// A cheap, cloneable way to reach one device's owner thread.
+#[derive(Clone, Debug)]
+pub struct DeviceHandle {
+    /// The device as discovered; `status` gives fresh memory figures.
+    info: Arc<DeviceInfo>,
+    /// Commands to the owner thread, served in order.
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+/// Starts the owner thread for `backend` and returns a handle to it.
+pub fn spawn(backend: Box<dyn Backend>) -> DeviceHandle {
+    let info = Arc::new(backend.info().clone());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let name = format!("xc-device {}", info.id);
+    let thread_info = info.clone();
+    let spawned = std::thread::Builder::new().name(name).spawn(move || serve(backend, rx));
+    if let Err(e) = spawned {
+        // Without a thread the receiver is dropped and every command reports the device lost.
+        tracing::error!(device = %thread_info.id, "cannot start the device's thread: {e}");
+    }
+    DeviceHandle { info, tx }
+}
+
+fn serve(mut backend: Box<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Command>) {
+    let mut loaded: HashMap<BlockId, Arc<BlockDesc>> = HashMap::new();
+    let mut lost: Option<String> = None;
+    while let Some(command) = rx.blocking_recv() {
+        let device = backend.info().id.clone();
+        let gone = |reason: &str| EngineError::DeviceLost { device: device.clone(), reason: reason.to_owned() };
+        match command {
+            Command::Status(reply) => {
+                let mut info = backend.info().clone();
+                if lost.is_none() {
+                    info.memory_free = catch_unwind(AssertUnwindSafe(|| backend.memory_free())).unwrap_or(None);
+                }
+                let _ = reply.send(info);
+            }
+            Command::Load(desc, reply) => {
+                let result = match &lost {
+                    Some(reason) => Err(gone(reason)),
+                    None => {
+                        let id = desc.id();
+                        if loaded.contains_key(&id) {
+                            Ok(id)
+                        } else {
+                            let outcome = desc
+                                .validate()
+                                .map_err(|e| EngineError::BadJob(e.to_string()))
+                                .and_then(|()| guarded(&mut lost, || backend.load(id, &desc), &gone));
+                            outcome.map(|()| {
+                                loaded.insert(id, desc);
+                                id
+                            })
+                        }
+                    }
+                };
+                let _ = reply.send(result);
+            }
+            Command::Run(job, reply) => {
+                let result = match (&lost, loaded.get(&job.block)) {
+                    (Some(reason), _) => Err(gone(reason)),
+                    (None, None) => Err(EngineError::NotLoaded(job.block.to_string())),
+                    (None, Some(desc)) => {
+                        let desc = desc.clone();
+                        job.check(&desc).and_then(|()| guarded(&mut lost, || backend.run(&desc, &job), &gone))
+                    }
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+/// Runs a backend call, turning a panic into a lost device.
+fn guarded<T>(
+    lost: &mut Option<String>,
+    call: impl FnOnce() -> Result<T, EngineError>,
+    gone: &dyn Fn(&str) -> EngineError,
+) -> Result<T, EngineError> {
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(result) => {
+            if let Err(EngineError::DeviceLost { reason, .. }) = &result {
+                *lost = Some(reason.clone());
+            }
+            result
+        }
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "the driver wrapper panicked".to_owned());
+            tracing::error!("device lost: {reason}");
+            *lost = Some(reason.clone());
+            Err(gone(&reason))
+        }
+    }
+}
+
+impl DeviceHandle {
+    /// The device as discovered (memory free as it was then).
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn lost(&self) -> EngineError {
+        EngineError::DeviceLost { device: self.info.id.clone(), reason: "its thread has stopped".into() }
+    }
+
+    fn send<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<oneshot::Receiver<T>, EngineError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(make(reply)).map_err(|_| self.lost())?;
+        Ok(rx)
+    }
+
+    /// The device with fresh memory figures.
+    pub async fn status(&self) -> Result<DeviceInfo, EngineError> {
+        self.send(Command::Status)?.await.map_err(|_| self.lost())
+    }
+
+    /// Loads a block (compiles its kernel) unless already loaded; returns its id.
+    pub async fn load(&self, desc: Arc<BlockDesc>) -> Result<BlockId, EngineError> {
+        self.send(|r| Command::Load(desc, r))?.await.map_err(|_| self.lost())?
+    }
+
+    /// Runs one tile of a loaded block.
+    pub async fn run(&self, job: TileJob) -> Result<TileOutput, EngineError> {
+        self.send(|r| Command::Run(job, r))?.await.map_err(|_| self.lost())?
+    }
+
+    /// [`status`](Self::status) for callers outside an async runtime.
+    pub fn status_blocking(&self) -> Result<DeviceInfo, EngineError> {
+        self.send(Command::Status)?.blocking_recv().map_err(|_| self.lost())
+    }
+
+    /// [`load`](Self::load) for callers outside an async runtime.
+    pub fn load_blocking(&self, desc: Arc<BlockDesc>) -> Result<BlockId, EngineError> {
+        self.send(|r| Command::Load(desc, r))?.blocking_recv().map_err(|_| self.lost())?
+    }
+
+    /// [`run`](Self::run) for callers outside an async runtime.
+    pub fn run_blocking(&self, job: TileJob) -> Result<TileOutput, EngineError> {
+        self.send(|r| Command::Run(job, r))?.blocking_recv().map_err(|_| self.lost())?
+    }
+}

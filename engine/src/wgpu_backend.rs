@@ -1,0 +1,495 @@
+//! Vulkan, Metal and DX12 devices through wgpu, llvmpipe included.
+//!
+//! Kernels are loaded from the block's passthrough form where the adapter allows it (SPIR-V on
+//! Vulkan, MSL on Metal): no translation stands between the form and the driver, so the
+//! `NoContraction` decorations that make results exact reach the driver. WGSL through naga is
+//! the fallback for blocks without such a form and for backends without passthrough.
+//!
+//! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
+//! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
+//! on demand and reused across tiles. Whole arrays are kept by content hash across blocks.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::mpsc;
+
+use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
+
+use crate::{Backend, EngineError, Found, TileJob, TileOutput};
+
+/// Bytes per uniform slot: the header and parameters of one dispatch.
+const SLOT_BYTES: u64 = 256;
+/// Whole arrays kept on a device before the oldest are dropped.
+const WHOLE_ARRAYS_KEPT: usize = 64;
+
+/// Finds wgpu adapters. With `skip_nvidia`, NVIDIA adapters are left to the CUDA backend.
+pub(crate) fn discover(skip_nvidia: bool) -> Found {
+    let mut found = Found { devices: Vec::new(), notes: Vec::new() };
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::PRIMARY,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
+    if adapters.is_empty() {
+        found.notes.push("vulkan: no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers)".into());
+    }
+    for adapter in adapters {
+        let info = adapter.get_info();
+        let Some(backend) = backend_kind(info.backend) else { continue };
+        let id = DeviceInfo::make_id(backend, &info.name);
+        if skip_nvidia && info.vendor == 0x10de {
+            found.notes.push(format!("{id}: not served, CUDA serves this GPU"));
+            continue;
+        }
+        match WgpuDevice::open(adapter, backend) {
+            Ok(device) => found.devices.push(Box::new(device)),
+            Err(e) => found.notes.push(format!("{id}: cannot open: {e}")),
+        }
+    }
+    found
+}
+
+fn backend_kind(backend: wgpu::Backend) -> Option<BackendKind> {
+    match backend {
+        wgpu::Backend::Vulkan => Some(BackendKind::Vulkan),
+        wgpu::Backend::Metal => Some(BackendKind::Metal),
+        wgpu::Backend::Dx12 => Some(BackendKind::Dx12),
+        _ => None,
+    }
+}
+
+/// One wgpu device and what it keeps between tiles.
+pub struct WgpuDevice {
+    /// Kept for memory queries through the HAL.
+    adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: DeviceInfo,
+    /// Whether the device takes passthrough shader modules.
+    passthrough: bool,
+    /// Dispatch size limit in workgroups.
+    max_workgroups: u32,
+    /// Required alignment of dynamic uniform offsets.
+    slot_bytes: u64,
+    kernels: HashMap<BlockId, Kernel>,
+    /// Whole arrays by content hash, with the order they were last used in.
+    whole: HashMap<[u8; 32], (wgpu::Buffer, u64)>,
+    /// A counter that orders uses of whole arrays.
+    uses: u64,
+}
+
+/// A loaded block on one device.
+struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    /// Header and parameters, one slot per dispatch.
+    uniform: wgpu::Buffer,
+    /// One storage buffer per array binding that is per-item (None for whole arrays).
+    per_item: Vec<Option<wgpu::Buffer>>,
+    /// Read-back buffer for all written arrays.
+    readback: wgpu::Buffer,
+    /// Items the per-item buffers hold.
+    capacity: u32,
+}
+
+impl WgpuDevice {
+    fn open(adapter: wgpu::Adapter, backend: BackendKind) -> Result<Self, String> {
+        let info = adapter.get_info();
+        let features = adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("xcd"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| e.to_string())?;
+        let (memory_total, memory_free) = memory(&adapter);
+        let info = DeviceInfo {
+            id: DeviceInfo::make_id(backend, &info.name),
+            backend,
+            name: info.name.clone(),
+            cpu: info.device_type == wgpu::DeviceType::Cpu,
+            memory_total,
+            memory_free,
+            max_buffer_bytes: limits.max_buffer_size.min(u64::from(limits.max_storage_buffer_binding_size)),
+        };
+        Ok(WgpuDevice {
+            adapter,
+            device,
+            queue,
+            info,
+            passthrough: !features.is_empty(),
+            max_workgroups: limits.max_compute_workgroups_per_dimension,
+            slot_bytes: SLOT_BYTES.max(u64::from(limits.min_uniform_buffer_offset_alignment)),
+            kernels: HashMap::new(),
+            whole: HashMap::new(),
+            uses: 0,
+        })
+    }
+
+    fn module(&self, desc: &BlockDesc) -> Result<wgpu::ShaderModule, EngineError> {
+        let form = crate::form_for(self.info.backend, &desc.forms).ok_or_else(|| EngineError::NoForm {
+            device: self.info.id.clone(),
+            block: desc.name.clone(),
+            wanted: match self.info.backend {
+                BackendKind::Metal => FormKind::Msl,
+                BackendKind::Dx12 => FormKind::Wgsl,
+                _ => FormKind::Spirv,
+            },
+        })?;
+        match (form, self.passthrough) {
+            (FormKind::Spirv | FormKind::Msl, true) => {
+                let entry = wgpu::wgt::PassthroughShaderEntryPoint {
+                    name: Cow::Borrowed(desc.entry.as_str()),
+                    workgroup_size: (WORKGROUP_SIZE, 1, 1),
+                };
+                let source = wgpu::ShaderModuleDescriptorPassthrough {
+                    label: Some(&desc.name),
+                    entry_points: Cow::Owned(vec![entry]),
+                    spirv: desc.forms.spirv.as_deref().map(Cow::Borrowed),
+                    msl: desc.forms.msl.as_deref().map(Cow::Borrowed),
+                    ..Default::default()
+                };
+                #[allow(unsafe_code)]
+                // SAFETY: the SPIR-V and MSL forms are made by xcd-forms from validated WGSL with
+                // every buffer access bounds-checked (ReadZeroSkipWrite), and the pipeline layout
+                // below is built from the same block description as the forms' bindings.
+                let module = unsafe { self.device.create_shader_module_passthrough(source) };
+                Ok(module)
+            }
+            _ => match desc.forms.wgsl.as_deref() {
+                Some(wgsl) => Ok(self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&desc.name),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
+                })),
+                None => Err(EngineError::NoForm {
+                    device: self.info.id.clone(),
+                    block: desc.name.clone(),
+                    wanted: FormKind::Wgsl,
+                }),
+            },
+        }
+    }
+
+    /// Runs `f` inside error scopes and turns what the device reports into an [`EngineError`].
+    fn scoped<T>(&self, f: impl FnOnce() -> T, fail: impl Fn(String) -> EngineError) -> Result<T, EngineError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let value = f();
+        let internal = pollster::block_on(internal.pop());
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        if oom.is_some() {
+            return Err(EngineError::OutOfMemory(self.info.id.clone()));
+        }
+        match validation.or(internal) {
+            Some(error) => Err(fail(error.to_string())),
+            None => Ok(value),
+        }
+    }
+
+    fn buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: size.max(4).next_multiple_of(4),
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Grows a kernel's per-item and read-back buffers to hold `items`.
+    fn grow(&mut self, id: BlockId, desc: &BlockDesc, items: u32) -> Result<(), EngineError> {
+        let capacity = items.checked_next_power_of_two().unwrap_or(items);
+        let largest = desc.arrays.iter().map(|a| u64::from(a.elem_size)).max().unwrap_or(4) * u64::from(capacity);
+        if largest > self.info.max_buffer_bytes {
+            return Err(EngineError::TooLarge {
+                device: self.info.id.clone(),
+                items,
+                bytes: u64::from(items) * largest / u64::from(capacity.max(1)),
+                max: self.info.max_buffer_bytes,
+            });
+        }
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let per_item: Vec<Option<wgpu::Buffer>> = desc
+            .arrays
+            .iter()
+            .map(|a| match a.role {
+                ArrayRole::PerItem(_) => Some(self.buffer(&a.name, u64::from(a.elem_size) * u64::from(capacity), storage)),
+                ArrayRole::Whole => None,
+            })
+            .collect();
+        let readback_bytes: u64 =
+            desc.tile_outputs().map(|i| u64::from(desc.arrays[i].elem_size) * u64::from(capacity)).sum();
+        let readback =
+            self.buffer("readback", readback_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        if let Some(kernel) = self.kernels.get_mut(&id) {
+            kernel.per_item = per_item;
+            kernel.readback = readback;
+            kernel.capacity = capacity;
+        }
+        Ok(())
+    }
+
+    /// The buffer holding a whole array, uploaded on first use.
+    fn whole_buffer(&mut self, array: &crate::WholeArray) -> wgpu::Buffer {
+        self.uses += 1;
+        let uses = self.uses;
+        if let Some((buffer, last)) = self.whole.get_mut(&array.hash) {
+            *last = uses;
+            return buffer.clone();
+        }
+        if self.whole.len() >= WHOLE_ARRAYS_KEPT {
+            let oldest = self.whole.iter().min_by_key(|(_, (_, last))| *last).map(|(hash, _)| *hash);
+            if let Some(hash) = oldest {
+                self.whole.remove(&hash);
+            }
+        }
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let buffer = self.buffer("whole", array.data.len() as u64, usage);
+        self.queue.write_buffer(&buffer, 0, &array.data);
+        self.whole.insert(array.hash, (buffer.clone(), uses));
+        buffer
+    }
+}
+
+impl Backend for WgpuDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn memory_free(&mut self) -> Option<u64> {
+        memory(&self.adapter).1
+    }
+
+    fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
+        let fail = |reason: String| EngineError::Load {
+            device: self.info.id.clone(),
+            block: desc.name.clone(),
+            reason,
+        };
+        let module = self.module(desc)?;
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: true,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        for (index, array) in desc.arrays.iter().enumerate() {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: index as u32 + 1,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only: array.role.read_only() },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
+        let (pipeline, layout) = self.scoped(
+            || {
+                let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some(&desc.name),
+                    entries: &entries,
+                });
+                let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some(&desc.name),
+                    bind_group_layouts: &[Some(&layout)],
+                    immediate_size: 0,
+                });
+                let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&desc.name),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(&desc.entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+                (pipeline, layout)
+            },
+            fail,
+        )?;
+        let uniform = self.buffer("uniform", self.slot_bytes, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+        let readback = self.buffer("readback", 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0 });
+        Ok(())
+    }
+
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError> {
+        let id = job.block;
+        let count = job.tile.count;
+        let needs_growth = self.kernels.get(&id).map(|k| k.capacity < count).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+        if needs_growth {
+            self.grow(id, desc, count)?;
+        }
+        let wholes: Vec<(wgpu::Buffer, u64)> =
+            job.whole.iter().map(|w| (self.whole_buffer(w), w.data.len() as u64)).collect();
+
+        // Split the tile into dispatches the device's workgroup limit allows.
+        let per_dispatch = u64::from(self.max_workgroups.max(1)) * u64::from(WORKGROUP_SIZE);
+        let dispatches = u64::from(count).div_ceil(per_dispatch);
+        let slot = self.slot_bytes;
+        let mut uniform_bytes = vec![0u8; (dispatches * slot) as usize];
+        for d in 0..dispatches {
+            let first = (d * per_dispatch) as u32;
+            let words: Vec<u32> = job.tile.header(first).into_iter().chain(job.params.iter().copied()).collect();
+            debug_assert_eq!(words.len(), TILE_HEADER_WORDS + desc.params.len());
+            let at = (d * slot) as usize;
+            for (k, word) in words.iter().enumerate() {
+                uniform_bytes[at + 4 * k..at + 4 * k + 4].copy_from_slice(&word.to_le_bytes());
+            }
+        }
+        let device_id = self.info.id.clone();
+        let fail = |reason: String| EngineError::Launch { device: device_id.clone(), block: desc.name.clone(), reason };
+
+        let uniform_needed = uniform_bytes.len() as u64;
+        let kernel = self.kernels.get_mut(&id).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+        if kernel.uniform.size() < uniform_needed {
+            kernel.uniform = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("uniform"),
+                size: uniform_needed,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+        }
+        let kernel = &self.kernels[&id];
+        let device = &self.device;
+        let queue = &self.queue;
+
+        let readback_slice = self.scoped(
+            || {
+                queue.write_buffer(&kernel.uniform, 0, &uniform_bytes);
+                for (index, data) in desc.tile_inputs().zip(&job.inputs) {
+                    if let Some(buffer) = &kernel.per_item[index] {
+                        queue.write_buffer(buffer, 0, data);
+                    }
+                }
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &kernel.uniform,
+                        offset: 0,
+                        size: wgpu::BufferSize::new(slot),
+                    }),
+                }];
+                let mut next_whole = 0;
+                for (index, array) in desc.arrays.iter().enumerate() {
+                    // Per-item arrays are bound at the tile's size, whole arrays at theirs; the
+                    // job was checked, so there is one whole buffer per whole array.
+                    let (buffer, size) = match &kernel.per_item[index] {
+                        Some(buffer) => (buffer, u64::from(array.elem_size) * u64::from(count)),
+                        None => {
+                            let (buffer, size) = wholes.get(next_whole)?;
+                            next_whole += 1;
+                            (buffer, *size)
+                        }
+                    };
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: index as u32 + 1,
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer,
+                            offset: 0,
+                            size: wgpu::BufferSize::new(size),
+                        }),
+                    });
+                }
+                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(&desc.name),
+                    layout: &kernel.layout,
+                    entries: &entries,
+                });
+                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&desc.name) });
+                {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&desc.name), timestamp_writes: None });
+                    pass.set_pipeline(&kernel.pipeline);
+                    for d in 0..dispatches {
+                        let items = (u64::from(count) - d * per_dispatch).min(per_dispatch);
+                        pass.set_bind_group(0, &bind_group, &[(d * slot) as u32]);
+                        pass.dispatch_workgroups(items.div_ceil(u64::from(WORKGROUP_SIZE)) as u32, 1, 1);
+                    }
+                }
+                let mut offset = 0u64;
+                let mut slices = Vec::new();
+                for index in desc.tile_outputs() {
+                    let bytes = u64::from(desc.arrays[index].elem_size) * u64::from(count);
+                    if let Some(buffer) = &kernel.per_item[index] {
+                        encoder.copy_buffer_to_buffer(buffer, 0, &kernel.readback, offset, bytes);
+                    }
+                    slices.push((offset, bytes));
+                    offset += bytes;
+                }
+                queue.submit([encoder.finish()]);
+                Some((slices, offset))
+            },
+            &fail,
+        )?;
+        let Some((slices, total)) = readback_slice else {
+            return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
+        };
+
+        let (tx, rx) = mpsc::channel();
+        kernel.readback.map_async(wgpu::MapMode::Read, 0..total, move |result| {
+            let _ = tx.send(result);
+        });
+        device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| fail(e.to_string()))?;
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(fail(e.to_string())),
+            Err(_) => return Err(fail("the read-back never completed".into())),
+        }
+        let outputs = {
+            let view = kernel.readback.get_mapped_range(0..total).map_err(|e| fail(e.to_string()))?;
+            slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect()
+        };
+        kernel.readback.unmap();
+        Ok(TileOutput { outputs })
+    }
+}
+
+/// Device-local memory (total, free) where the driver tells: Vulkan heaps, and the budget where
+/// `VK_EXT_memory_budget` is present. wgpu itself has no such query.
+fn memory(adapter: &wgpu::Adapter) -> (Option<u64>, Option<u64>) {
+    #[cfg(any(target_os = "linux", target_os = "windows", target_os = "android"))]
+    {
+        vulkan_memory(adapter)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "android")))]
+    {
+        let _ = adapter;
+        (None, None)
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "windows", target_os = "android"))]
+#[allow(unsafe_code)]
+fn vulkan_memory(adapter: &wgpu::Adapter) -> (Option<u64>, Option<u64>) {
+    use ash::vk;
+    // SAFETY: only reads properties of the physical device; nothing is created or destroyed, and
+    // the guard keeps the adapter alive for the duration.
+    let Some(hal) = (unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }) else {
+        return (None, None);
+    };
+    let instance = hal.shared_instance().raw_instance();
+    let physical = hal.raw_physical_device();
+    // SAFETY: `physical` was enumerated from `instance`, which outlives this call.
+    let props = unsafe { instance.get_physical_device_memory_properties(physical) };
+    let heaps = &props.memory_heaps[..(props.memory_heap_count as usize).min(vk::MAX_MEMORY_HEAPS)];
+    let local: Vec<usize> = (0..heaps.len()).filter(|&i| heaps[i].flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).collect();
+    let total: u64 = local.iter().map(|&i| heaps[i].size).sum();
+    let total = (total > 0).then_some(total);
+    if !hal.physical_device_capabilities().supports_extension(ash::ext::memory_budget::NAME) {
+        return (total, None);
+    }
+    let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
+    let mut props2 = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
+    // SAFETY: as above; the extension is present, so the chained struct is understood.
+    unsafe { instance.get_physical_device_memory_properties2(physical, &mut props2) };
+    let free: u64 = local.iter().map(|&i| budget.heap_budget[i].saturating_sub(budget.heap_usage[i])).sum();
+    (total, Some(free))
+}

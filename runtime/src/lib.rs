@@ -1,0 +1,183 @@
+//! The program side of xcd: runs par blocks across this machine's CPU and GPUs.
+//!
+//! Owns the workers (CPU and local GPU), the dynamic tile scheduler, the settings a program reads
+//! from its environment (`XC_PAR_WORKERS`, `XC_PAR_REPORT`, …) and the `par:` report. It drives
+//! devices only through the engine's handles and must not touch a GPU API itself.
+//!
+//! Layout:
+//! - [`block`]: [`Block`] (description + CPU form) and [`CpuTile`];
+//! - [`args`]: [`Args`], a run's parameters and arrays;
+//! - [`worker`]: the CPU worker and the GPU worker;
+//! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
+//! - [`settings`]: [`Settings`] from the environment;
+//! - [`report`]: [`RunReport`] and the `par:` lines.
+#![forbid(unsafe_code)]
+
+pub mod args;
+pub mod block;
+pub mod report;
+pub mod schedule;
+pub mod settings;
+pub mod worker;
+
+use std::time::Instant;
+
+pub use args::Args;
+pub use block::{Block, CpuKernel, CpuTile};
+pub use report::RunReport;
+pub use schedule::{RunOptions, WorkerStats};
+pub use settings::{Settings, WorkerChoice};
+
+use xcd_engine::WholeArray;
+use xcd_wire::DescError;
+
+use crate::args::ArrayArg;
+use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
+
+/// Why a run could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A setting in the environment is wrong.
+    #[error("{0}")]
+    Settings(String),
+    /// The block's description is not usable.
+    #[error(transparent)]
+    Desc(#[from] DescError),
+    /// The run's arguments do not fit the block.
+    #[error("block {block}: {msg}")]
+    Args {
+        /// Block name.
+        block: String,
+        /// What does not fit.
+        msg: String,
+    },
+    /// The settings leave no worker to run tiles.
+    #[error("no worker can run tiles: {0}")]
+    NoWorkers(String),
+    /// Every worker failed before the block completed.
+    #[error("block {block} did not complete: every worker failed ({reasons})")]
+    Failed {
+        /// Block name.
+        block: String,
+        /// Each worker's failure.
+        reasons: String,
+    },
+}
+
+/// A program's par context: its workers and settings, made once and used for every run.
+pub struct Par {
+    settings: Settings,
+    workers: Vec<Box<dyn Worker + Send>>,
+}
+
+impl Par {
+    /// Reads the settings from the environment and finds this machine's devices.
+    pub fn from_env() -> Result<Par, RunError> {
+        Par::new(Settings::from_env()?)
+    }
+
+    /// Finds this machine's devices and keeps the workers `settings` allow.
+    pub fn new(settings: Settings) -> Result<Par, RunError> {
+        let inventory = xcd_engine::discover();
+        let mut workers: Vec<Box<dyn Worker + Send>> = Vec::new();
+        let mut lines = Vec::new();
+        if settings.allows_cpu() {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("xc-cpu-{i}"))
+                .build()
+                .map_err(|e| RunError::NoWorkers(format!("cannot start the CPU worker's threads: {e}")))?;
+            lines.push(format!("par: cpu worker cpu, {} threads", pool.current_num_threads()));
+            workers.push(Box::new(CpuWorker { pool }));
+        }
+        let mut names = vec!["cpu".to_owned()];
+        for device in inventory.devices {
+            let name = format!("gpu:{}", device.info().id);
+            names.push(name.clone());
+            if settings.allows_gpu(&name) {
+                let kind = if device.info().cpu { " (a CPU device)" } else { "" };
+                lines.push(format!("par: gpu worker {name}{kind}"));
+                workers.push(Box::new(GpuWorker { name, device }));
+            }
+        }
+        lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
+        for choice in &settings.workers {
+            match choice {
+                WorkerChoice::Named(name) if !names.contains(name) => {
+                    return Err(RunError::NoWorkers(format!(
+                        "XC_PAR_WORKERS names {name}, which is not here; workers: {}",
+                        names.join(", ")
+                    )));
+                }
+                WorkerChoice::Remote if settings.remote.is_empty() => {
+                    return Err(RunError::NoWorkers("XC_PAR_WORKERS=remote, but XC_PAR_REMOTE names no daemon".into()));
+                }
+                _ => {}
+            }
+        }
+        if workers.is_empty() {
+            return Err(RunError::NoWorkers(format!(
+                "XC_PAR_WORKERS allows none of this machine's workers ({})",
+                names.join(", ")
+            )));
+        }
+        if settings.report {
+            for line in lines {
+                eprintln!("{line}");
+            }
+        }
+        Ok(Par { settings, workers })
+    }
+
+    /// The names of the workers that may run tiles.
+    pub fn worker_names(&self) -> Vec<&str> {
+        self.workers.iter().map(|w| w.name()).collect()
+    }
+
+    /// Runs `block` over items `0..n`; results land in the arrays `args` lends.
+    pub fn run(&self, block: &Block, n: u32, args: Args<'_>) -> Result<RunReport, RunError> {
+        self.run_with(block, n, args, &RunOptions::default())
+    }
+
+    /// [`run`](Self::run) with options (fixed tile size, progress).
+    pub fn run_with(&self, block: &Block, n: u32, args: Args<'_>, options: &RunOptions<'_>) -> Result<RunReport, RunError> {
+        block.desc.validate()?;
+        args.check(&block.desc, n)?;
+        let started = Instant::now();
+        let whole = args
+            .arrays
+            .iter()
+            .filter_map(|a| match a {
+                ArrayArg::Whole(d) => Some(WholeArray::new(d.clone())),
+                _ => None,
+            })
+            .collect();
+        let ctx = RunCtx {
+            block: block.clone(),
+            id: block.desc.id(),
+            params: args.params.iter().map(|&(_, word)| word).collect(),
+            whole,
+        };
+        let mut report = RunReport { block: block.desc.name.clone(), items: u64::from(n), elapsed: Default::default(), workers: Vec::new() };
+        if n > 0 {
+            let workers: Vec<&dyn Worker> = self.workers.iter().map(|w| &**w as &dyn Worker).collect();
+            match schedule::run(&workers, &ctx, n, args.arrays, options) {
+                Ok(stats) => report.workers = stats,
+                Err(stats) => {
+                    let reasons = stats
+                        .iter()
+                        .filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name)))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Err(RunError::Failed { block: block.desc.name.clone(), reasons });
+                }
+            }
+        }
+        report.elapsed = started.elapsed();
+        if self.settings.report {
+            for line in report.lines() {
+                eprintln!("{line}");
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,225 @@
+//! The tile scheduler: hands out tiles to workers dynamically, sized to each worker's speed.
+//!
+//! Tiles are carved from the front of the run: every per-item array the block writes is split
+//! as tiles are taken, so each tile owns its slice of the program's arrays and results land in
+//! place with no copy back. A worker that fails gives its tile back untouched and stops; the
+//! tile then runs on another worker. Tile sizes follow each worker's measured rate (aiming at
+//! [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most half of its
+//! fair share of what remains, so all workers finish close together.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use xcd_wire::Tile;
+
+use crate::args::ArrayArg;
+use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError};
+
+/// How long one tile should keep a worker busy once its rate is known.
+pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
+/// Smallest tile handed out while more items remain (one GPU workgroup).
+const MIN_TILE: u32 = 64;
+/// Tiles per worker the first, unmeasured tile aims at.
+const FIRST_TILE_SHARE: u32 = 32;
+
+/// What one worker did in a run.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerStats {
+    /// Worker name, e.g. `cpu` or `gpu:vulkan:llvmpipe (…)`.
+    pub name: String,
+    /// Items it computed.
+    pub items: u64,
+    /// Tiles it computed.
+    pub tiles: u64,
+    /// Time it spent running tiles.
+    pub busy: Duration,
+    /// Why it stopped early, if it did; its tiles ran elsewhere.
+    pub failure: Option<String>,
+}
+
+impl WorkerStats {
+    fn rate(&self) -> Option<f64> {
+        (self.items > 0 && !self.busy.is_zero()).then(|| self.items as f64 / self.busy.as_secs_f64())
+    }
+}
+
+/// Tiles not yet computed: the uncarved rest of the run, and tiles given back by failed workers.
+struct Pool<'a> {
+    next: u32,
+    n: u32,
+    /// Per binding: the whole per-item input, or the uncarved tail of a written array.
+    arrays: Vec<Rest<'a>>,
+    returned: Vec<TileSlices<'a>>,
+    in_flight: usize,
+    stats: Vec<WorkerStats>,
+}
+
+enum Rest<'a> {
+    In(&'a [u8]),
+    Out(&'a mut [u8]),
+    InOut(&'a mut [u8]),
+    Whole,
+}
+
+impl<'a> Pool<'a> {
+    fn take(&mut self, count: u32, elem: &[u32]) -> Option<TileSlices<'a>> {
+        if let Some(tile) = self.returned.pop() {
+            return Some(tile);
+        }
+        let remaining = self.n - self.next;
+        if remaining == 0 {
+            return None;
+        }
+        let count = count.clamp(1, remaining);
+        let tile = Tile { start: self.next, count };
+        let mut arrays = Vec::with_capacity(self.arrays.len());
+        for (rest, &size) in self.arrays.iter_mut().zip(elem) {
+            let bytes = count as usize * size as usize;
+            arrays.push(match rest {
+                Rest::In(all) => {
+                    let at = self.next as usize * size as usize;
+                    TileArray::In(&all[at..at + bytes])
+                }
+                Rest::Out(tail) => {
+                    let (head, rest_tail) = std::mem::take(tail).split_at_mut(bytes);
+                    *tail = rest_tail;
+                    TileArray::Out(head)
+                }
+                Rest::InOut(tail) => {
+                    let (head, rest_tail) = std::mem::take(tail).split_at_mut(bytes);
+                    *tail = rest_tail;
+                    TileArray::InOut(head)
+                }
+                Rest::Whole => TileArray::Whole,
+            });
+        }
+        self.next += count;
+        Some(TileSlices { tile, arrays })
+    }
+
+    fn remaining(&self) -> u64 {
+        u64::from(self.n - self.next) + self.returned.iter().map(|t| u64::from(t.tile.count)).sum::<u64>()
+    }
+
+    /// The next tile size for worker `w`.
+    fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
+        if let Some(fixed) = fixed {
+            return fixed.max(1);
+        }
+        let live: Vec<&WorkerStats> = self.stats.iter().filter(|s| s.failure.is_none()).collect();
+        let workers = live.len().max(1) as f64;
+        let Some(rate) = self.stats[w].rate() else {
+            return (self.n / (FIRST_TILE_SHARE * workers as u32)).max(MIN_TILE);
+        };
+        let known: Vec<f64> = live.iter().filter_map(|s| s.rate()).collect();
+        let average = known.iter().sum::<f64>() / known.len().max(1) as f64;
+        let total_rate: f64 = live.iter().map(|s| s.rate().unwrap_or(average)).sum();
+        let share = self.remaining() as f64 * rate / total_rate.max(f64::MIN_POSITIVE);
+        let by_time = rate * TARGET_TILE.as_secs_f64();
+        (by_time.min(share / 2.0).max(f64::from(MIN_TILE)).min(f64::from(u32::MAX))) as u32
+    }
+}
+
+/// Options that change how a run is split.
+#[derive(Default)]
+pub struct RunOptions<'p> {
+    /// Every tile this many items (the last one shorter); for tests and benchmarks.
+    pub tile_items: Option<u32>,
+    /// Called with the number of items done after each tile.
+    pub progress: Option<&'p (dyn Fn(u64) + Sync)>,
+}
+
+/// Runs all `n` items of a block across `workers`; returns what each did.
+pub(crate) fn run<'a>(
+    workers: &[&dyn Worker],
+    ctx: &RunCtx,
+    n: u32,
+    arrays: Vec<ArrayArg<'a>>,
+    options: &RunOptions<'_>,
+) -> Result<Vec<WorkerStats>, Vec<WorkerStats>> {
+    let elem: Vec<u32> = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
+    let rests = arrays
+        .into_iter()
+        .map(|a| match a {
+            ArrayArg::In(d) => Rest::In(d),
+            ArrayArg::Out(d) => Rest::Out(d),
+            ArrayArg::InOut(d) => Rest::InOut(d),
+            ArrayArg::Whole(_) => Rest::Whole,
+        })
+        .collect();
+    let stats = workers.iter().map(|w| WorkerStats { name: w.name().to_owned(), ..WorkerStats::default() }).collect();
+    let pool = Mutex::new(Pool { next: 0, n, arrays: rests, returned: Vec::new(), in_flight: 0, stats });
+    let changed = Condvar::new();
+    let done = AtomicU64::new(0);
+
+    std::thread::scope(|scope| {
+        for (w, worker) in workers.iter().enumerate() {
+            let (pool, changed, done, elem) = (&pool, &changed, &done, &elem);
+            scope.spawn(move || {
+                if let Err(e) = worker.prepare(ctx) {
+                    fail(pool, changed, w, e, None);
+                    return;
+                }
+                loop {
+                    let mut tile = {
+                        let mut p = lock(pool);
+                        loop {
+                            let size = p.size_for(w, options.tile_items);
+                            if let Some(tile) = p.take(size, elem) {
+                                p.in_flight += 1;
+                                break tile;
+                            }
+                            if p.in_flight == 0 {
+                                return;
+                            }
+                            p = changed.wait(p).unwrap_or_else(|e| e.into_inner());
+                        }
+                    };
+                    let started = Instant::now();
+                    let result = worker.run_tile(ctx, &mut tile);
+                    let busy = started.elapsed();
+                    match result {
+                        Ok(()) => {
+                            let mut p = lock(pool);
+                            p.in_flight -= 1;
+                            let s = &mut p.stats[w];
+                            s.items += u64::from(tile.tile.count);
+                            s.tiles += 1;
+                            s.busy += busy;
+                            drop(p);
+                            changed.notify_all();
+                            let total = done.fetch_add(u64::from(tile.tile.count), Ordering::Relaxed) + u64::from(tile.tile.count);
+                            if let Some(progress) = options.progress {
+                                progress(total);
+                            }
+                        }
+                        Err(e) => {
+                            fail(pool, changed, w, e, Some(tile));
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
+    if pool.remaining() > 0 { Err(pool.stats) } else { Ok(pool.stats) }
+}
+
+fn lock<'m, 'a>(pool: &'m Mutex<Pool<'a>>) -> std::sync::MutexGuard<'m, Pool<'a>> {
+    pool.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records a worker's failure and gives its tile back for the others.
+fn fail<'a>(pool: &Mutex<Pool<'a>>, changed: &Condvar, w: usize, error: WorkerError, tile: Option<TileSlices<'a>>) {
+    let mut p = lock(pool);
+    tracing::warn!(worker = %p.stats[w].name, "worker stopped: {error}");
+    p.stats[w].failure = Some(error.to_string());
+    if let Some(tile) = tile {
+        p.in_flight -= 1;
+        p.returned.push(tile);
+    }
+    drop(p);
+    changed.notify_all();
+}

@@ -1,0 +1,159 @@
+//! The program side's settings, read once from the environment.
+//!
+//! Variables are read through the [`Env`] trait so tests pass a map instead of touching the
+//! process environment.
+
+use std::collections::HashMap;
+
+use crate::RunError;
+
+/// `XC_PAR_WORKERS`: which workers may run tiles.
+pub const XC_PAR_WORKERS: &str = "XC_PAR_WORKERS";
+/// `XC_PAR_REPORT`: `1` prints what each run did on standard error.
+pub const XC_PAR_REPORT: &str = "XC_PAR_REPORT";
+/// `XC_PAR_REMOTE`: daemons to send tiles to.
+pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
+
+/// Where settings come from.
+pub trait Env {
+    /// The variable's value, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+impl Env for HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+}
+
+/// One entry of `XC_PAR_WORKERS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerChoice {
+    /// `local`: this machine's CPU and GPUs.
+    Local,
+    /// `cpu`: this machine's CPU cores.
+    Cpu,
+    /// `gpu`: every GPU of this machine.
+    Gpu,
+    /// `remote`: the daemons' GPUs.
+    Remote,
+    /// A worker by its report name, e.g. `gpu:vulkan:llvmpipe (LLVM 15.0.6, 256 bits)`.
+    Named(String),
+}
+
+/// Settings for a program's runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Which workers may run tiles; empty means all.
+    pub workers: Vec<WorkerChoice>,
+    /// Print a report of each run.
+    pub report: bool,
+    /// Daemons named in `XC_PAR_REMOTE`.
+    pub remote: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { workers: Vec::new(), report: false, remote: Vec::new() }
+    }
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Self, RunError> {
+        Self::read(&ProcessEnv)
+    }
+
+    /// Reads the settings from `env`.
+    pub fn read(env: &dyn Env) -> Result<Self, RunError> {
+        let mut settings = Settings::default();
+        if let Some(value) = env.var(XC_PAR_WORKERS) {
+            for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                settings.workers.push(match item {
+                    "local" => WorkerChoice::Local,
+                    "cpu" => WorkerChoice::Cpu,
+                    "gpu" => WorkerChoice::Gpu,
+                    "remote" => WorkerChoice::Remote,
+                    name if name.starts_with("gpu:") || name.starts_with("remote:") => WorkerChoice::Named(name.to_owned()),
+                    other => {
+                        return Err(RunError::Settings(format!(
+                            "{XC_PAR_WORKERS}={value}: {other:?} is not a worker; use local, cpu, gpu, remote or a worker name such as gpu:vulkan:…"
+                        )));
+                    }
+                });
+            }
+        }
+        if let Some(value) = env.var(XC_PAR_REPORT) {
+            settings.report = match value.trim() {
+                "1" | "true" | "yes" => true,
+                "" | "0" | "false" | "no" => false,
+                other => return Err(RunError::Settings(format!("{XC_PAR_REPORT}={other}: use 1 to report, 0 not to"))),
+            };
+        }
+        if let Some(value) = env.var(XC_PAR_REMOTE) {
+            settings.remote = value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        }
+        Ok(settings)
+    }
+
+    /// Whether the CPU worker may run tiles.
+    pub fn allows_cpu(&self) -> bool {
+        self.workers.is_empty()
+            || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu))
+    }
+
+    /// Whether the local GPU worker of this name may run tiles.
+    pub fn allows_gpu(&self, name: &str) -> bool {
+        self.workers.is_empty()
+            || self.workers.iter().any(|w| match w {
+                WorkerChoice::Local | WorkerChoice::Gpu => true,
+                WorkerChoice::Named(n) => n == name,
+                _ => false,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn default_allows_every_local_worker() {
+        let s = Settings::read(&env(&[])).expect("empty settings");
+        assert!(s.allows_cpu());
+        assert!(s.allows_gpu("gpu:vulkan:x"));
+        assert!(!s.report);
+    }
+
+    #[test]
+    fn workers_narrow_the_choice() {
+        let s = Settings::read(&env(&[("XC_PAR_WORKERS", "gpu")])).expect("valid");
+        assert!(!s.allows_cpu());
+        assert!(s.allows_gpu("gpu:vulkan:x"));
+        let s = Settings::read(&env(&[("XC_PAR_WORKERS", "cpu, gpu:vulkan:x")])).expect("valid");
+        assert!(s.allows_cpu());
+        assert!(s.allows_gpu("gpu:vulkan:x"));
+        assert!(!s.allows_gpu("gpu:vulkan:y"));
+    }
+
+    #[test]
+    fn bad_values_say_what_to_use() {
+        let e = Settings::read(&env(&[("XC_PAR_WORKERS", "gpus")])).unwrap_err().to_string();
+        assert!(e.contains("use local, cpu, gpu, remote"), "{e}");
+        let e = Settings::read(&env(&[("XC_PAR_REPORT", "loud")])).unwrap_err().to_string();
+        assert!(e.contains("use 1"), "{e}");
+    }
+}

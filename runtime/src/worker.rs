@@ -1,0 +1,159 @@
+//! Workers: where tiles run. The CPU worker runs a block's CPU form across all cores; a GPU
+//! worker sends tiles to one local device through the engine.
+//!
+//! A worker gets a tile that owns its slices of the program's arrays. It writes results into
+//! them only when the whole tile succeeded, so a failed tile can run elsewhere unchanged.
+
+use std::sync::Arc;
+
+use xcd_engine::{DeviceHandle, EngineError, TileJob, WholeArray};
+use xcd_wire::{ArrayRole, Tile};
+
+use crate::block::{Block, CpuArray, CpuTile};
+
+/// What every worker is handed for a run: the block, its parameters and its whole arrays.
+pub(crate) struct RunCtx {
+    pub(crate) block: Block,
+    /// The block's content address, computed once per run.
+    pub(crate) id: xcd_wire::BlockId,
+    pub(crate) params: Vec<u32>,
+    /// Whole arrays in binding order, hashed once per run.
+    pub(crate) whole: Vec<WholeArray>,
+}
+
+/// One array of one tile.
+#[derive(Debug)]
+pub(crate) enum TileArray<'a> {
+    In(&'a [u8]),
+    Out(&'a mut [u8]),
+    InOut(&'a mut [u8]),
+    Whole,
+}
+
+/// A tile and its slices of the program's arrays, in binding order.
+#[derive(Debug)]
+pub(crate) struct TileSlices<'a> {
+    pub(crate) tile: Tile,
+    pub(crate) arrays: Vec<TileArray<'a>>,
+}
+
+/// Why a worker stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The device failed or refused.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The device returned results of the wrong size.
+    #[error("{0} returned {1} bytes where {2} were expected")]
+    ShortResult(String, usize, usize),
+}
+
+/// Something that runs tiles.
+pub(crate) trait Worker: Sync {
+    /// The name reports use: `cpu`, `gpu:<device id>`.
+    fn name(&self) -> &str;
+    /// Readies the worker for a run (loads the block on a device).
+    fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError>;
+    /// Runs one tile, writing its results in place only on success.
+    fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError>;
+}
+
+/// Runs the CPU form, splitting each tile across the machine's cores.
+pub(crate) struct CpuWorker {
+    pub(crate) pool: rayon::ThreadPool,
+}
+
+impl Worker for CpuWorker {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
+        Ok(())
+    }
+
+    fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+        let desc = &ctx.block.desc;
+        let mut whole = ctx.whole.iter();
+        let arrays = tile
+            .arrays
+            .iter_mut()
+            .map(|a| match a {
+                TileArray::In(d) => CpuArray::Read(d),
+                TileArray::Out(d) | TileArray::InOut(d) => CpuArray::Write(Some(&mut **d)),
+                TileArray::Whole => CpuArray::Read(whole.next().map(|w| &w.data[..]).unwrap_or(&[])),
+            })
+            .collect();
+        let cpu_tile = CpuTile { tile: tile.tile, params: &ctx.params, arrays };
+        let sizes: Vec<u32> = desc.arrays.iter().map(|a| a.elem_size).collect();
+        let per_item: Vec<bool> = desc.arrays.iter().map(|a| a.role != ArrayRole::Whole).collect();
+        let pieces = self.pool.current_num_threads().max(1) as u32 * 4;
+        let kernel = ctx.block.cpu;
+        self.pool.scope(|scope| {
+            let mut rest = cpu_tile;
+            let piece = rest.tile.count.div_ceil(pieces).max(1);
+            while rest.tile.count > piece {
+                let (head, tail) = rest.split(piece, &sizes, &per_item);
+                scope.spawn(move |_| {
+                    let mut head = head;
+                    kernel(&mut head)
+                });
+                rest = tail;
+            }
+            kernel(&mut rest);
+        });
+        Ok(())
+    }
+}
+
+/// Sends tiles to one local device.
+pub(crate) struct GpuWorker {
+    pub(crate) name: String,
+    pub(crate) device: DeviceHandle,
+}
+
+impl Worker for GpuWorker {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
+        self.device.load_blocking(Arc::clone(&ctx.block.desc))?;
+        Ok(())
+    }
+
+    fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+        let inputs = tile
+            .arrays
+            .iter()
+            .filter_map(|a| match a {
+                TileArray::In(d) => Some(d.to_vec()),
+                TileArray::InOut(d) => Some(d.to_vec()),
+                _ => None,
+            })
+            .collect();
+        let job = TileJob {
+            block: ctx.id,
+            tile: tile.tile,
+            params: ctx.params.clone(),
+            inputs,
+            whole: ctx.whole.clone(),
+        };
+        let result = self.device.run_blocking(job)?;
+        let mut outputs = result.outputs.into_iter();
+        let mut written = Vec::new();
+        for array in tile.arrays.iter_mut() {
+            if let TileArray::Out(d) | TileArray::InOut(d) = array {
+                let out = outputs.next().unwrap_or_default();
+                if out.len() != d.len() {
+                    return Err(WorkerError::ShortResult(self.name.clone(), out.len(), d.len()));
+                }
+                written.push((d, out));
+            }
+        }
+        for (d, out) in written {
+            d.copy_from_slice(&out);
+        }
+        Ok(())
+    }
+}

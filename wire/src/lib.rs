@@ -1,0 +1,32 @@
+//! The wire contract of xcd: every type that crosses a process boundary.
+//!
+//! Owns block descriptions (arrays, scalar parameters, kernel forms), tiles, device inventory,
+//! the version and data layout a program and a daemon must share, and content-addressed block
+//! ids. It must not touch tokio, HTTP or any GPU crate: the daemon, the engine and the program
+//! side all depend on it, and it depends on none of them.
+//!
+//! Layout:
+//! - [`block`]: [`BlockDesc`], its arrays and parameters, validation and the block id;
+//! - [`forms`]: [`Forms`], the kernel forms a block carries;
+//! - [`device`]: [`DeviceInfo`], what a device is and how much memory it has;
+//! - [`layout`]: [`Layout`] and [`VERSION`], what two sides must agree on;
+//! - [`tile`]: [`Tile`] and the uniform words a kernel sees.
+#![forbid(unsafe_code)]
+
+pub mod block;
+pub mod device;
+pub mod forms;
+pub mod layout;
+pub mod tile;
+
+pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
+pub use device::{BackendKind, DeviceInfo};
+pub use forms::{FormKind, Forms};
+pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
+pub use tile::{Tile, TILE_HEADER_WORDS, WORKGROUP_SIZE};
+
+/// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.
+pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
