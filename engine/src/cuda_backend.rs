@@ -116,9 +116,17 @@ impl Backend for CudaDevice {
 
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
         let Some(ptx) = desc.forms.ptx.clone() else {
-            return Err(EngineError::NoForm { device: self.info.id.clone(), block: desc.name.clone(), wanted: FormKind::Ptx });
+            return Err(EngineError::NoForm {
+                device: self.info.id.clone(),
+                block: desc.name.clone(),
+                wanted: FormKind::Ptx,
+            });
         };
-        let fail = |e: DriverError| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason: e.to_string() };
+        let fail = |e: DriverError| EngineError::Load {
+            device: self.info.id.clone(),
+            block: desc.name.clone(),
+            reason: e.to_string(),
+        };
         let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(fail)?;
         let function = module.load_function(&desc.entry).map_err(fail)?;
         self.kernels.insert(id, Kernel { function, per_item: Vec::new(), capacity: 0 });
@@ -144,7 +152,8 @@ impl Backend for CudaDevice {
                     ArrayRole::Whole => None,
                 });
             }
-            let kernel = self.kernels.get_mut(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+            let kernel =
+                self.kernels.get_mut(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
             kernel.per_item = per_item;
             kernel.capacity = capacity;
         }
@@ -176,7 +185,9 @@ impl Backend for CudaDevice {
                     }
                     None => {
                         let Some((array, len)) = wholes.next() else {
-                            return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
+                            return Err(EngineError::BadJob(
+                                "the tile carries fewer whole arrays than the block binds".into(),
+                            ));
                         };
                         let Some((buffer, _)) = self.whole.get(&array.hash) else {
                             return Err(EngineError::BadJob("a whole array was not uploaded".into()));
@@ -186,7 +197,11 @@ impl Backend for CudaDevice {
                     }
                 }
             }
-            let config = LaunchConfig { grid_dim: (count.div_ceil(THREADS), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+            let config = LaunchConfig {
+                grid_dim: (count.div_ceil(THREADS), 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: the arguments follow the ABI the PTX forms are written to (header words,
             // parameters, then array pointers with whole-array lengths), every per-item buffer
             // holds at least `count` elements, and the kernel guards `i < count`.

@@ -7,6 +7,7 @@
 //! reported lost and every later command says so, and the process keeps running.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -78,17 +79,16 @@ fn serve(mut backend: Box<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Command>
                     Some(reason) => Err(gone(reason)),
                     None => {
                         let id = desc.id();
-                        if loaded.contains_key(&id) {
-                            Ok(id)
-                        } else {
-                            let outcome = desc
+                        match loaded.entry(id) {
+                            Entry::Occupied(_) => Ok(id),
+                            Entry::Vacant(slot) => desc
                                 .validate()
                                 .map_err(|e| EngineError::BadJob(e.to_string()))
-                                .and_then(|()| guarded(&mut lost, || backend.load(id, &desc), &gone));
-                            outcome.map(|()| {
-                                loaded.insert(id, desc);
-                                id
-                            })
+                                .and_then(|()| guarded(&mut lost, || backend.load(id, &desc), &gone))
+                                .map(|()| {
+                                    slot.insert(desc.clone());
+                                    id
+                                }),
                         }
                     }
                 };

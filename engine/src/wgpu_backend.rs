@@ -112,7 +112,7 @@ impl WgpuDevice {
             cpu: info.device_type == wgpu::DeviceType::Cpu,
             memory_total,
             memory_free,
-            max_buffer_bytes: limits.max_buffer_size.min(u64::from(limits.max_storage_buffer_binding_size)),
+            max_buffer_bytes: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
         };
         Ok(WgpuDevice {
             adapter,
@@ -216,7 +216,9 @@ impl WgpuDevice {
             .arrays
             .iter()
             .map(|a| match a.role {
-                ArrayRole::PerItem(_) => Some(self.buffer(&a.name, u64::from(a.elem_size) * u64::from(capacity), storage)),
+                ArrayRole::PerItem(_) => {
+                    Some(self.buffer(&a.name, u64::from(a.elem_size) * u64::from(capacity), storage))
+                }
                 ArrayRole::Whole => None,
             })
             .collect();
@@ -264,11 +266,8 @@ impl Backend for WgpuDevice {
     }
 
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
-        let fail = |reason: String| EngineError::Load {
-            device: self.info.id.clone(),
-            block: desc.name.clone(),
-            reason,
-        };
+        let fail =
+            |reason: String| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason };
         let module = self.module(desc)?;
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
@@ -315,7 +314,8 @@ impl Backend for WgpuDevice {
             },
             fail,
         )?;
-        let uniform = self.buffer("uniform", self.slot_bytes, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+        let uniform =
+            self.buffer("uniform", self.slot_bytes, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
         let readback = self.buffer("readback", 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0 });
         Ok(())
@@ -324,7 +324,8 @@ impl Backend for WgpuDevice {
     fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError> {
         let id = job.block;
         let count = job.tile.count;
-        let needs_growth = self.kernels.get(&id).map(|k| k.capacity < count).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+        let needs_growth =
+            self.kernels.get(&id).map(|k| k.capacity < count).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
         if needs_growth {
             self.grow(id, desc, count)?;
         }
@@ -404,9 +405,13 @@ impl Backend for WgpuDevice {
                     layout: &kernel.layout,
                     entries: &entries,
                 });
-                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&desc.name) });
+                let mut encoder =
+                    device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&desc.name) });
                 {
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&desc.name), timestamp_writes: None });
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&desc.name),
+                        timestamp_writes: None,
+                    });
                     pass.set_pipeline(&kernel.pipeline);
                     for d in 0..dispatches {
                         let items = (u64::from(count) - d * per_dispatch).min(per_dispatch);
@@ -427,7 +432,7 @@ impl Backend for WgpuDevice {
                 queue.submit([encoder.finish()]);
                 Some((slices, offset))
             },
-            &fail,
+            fail,
         )?;
         let Some((slices, total)) = readback_slice else {
             return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
@@ -480,7 +485,8 @@ fn vulkan_memory(adapter: &wgpu::Adapter) -> (Option<u64>, Option<u64>) {
     // SAFETY: `physical` was enumerated from `instance`, which outlives this call.
     let props = unsafe { instance.get_physical_device_memory_properties(physical) };
     let heaps = &props.memory_heaps[..(props.memory_heap_count as usize).min(vk::MAX_MEMORY_HEAPS)];
-    let local: Vec<usize> = (0..heaps.len()).filter(|&i| heaps[i].flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).collect();
+    let local: Vec<usize> =
+        (0..heaps.len()).filter(|&i| heaps[i].flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).collect();
     let total: u64 = local.iter().map(|&i| heaps[i].size).sum();
     let total = (total > 0).then_some(total);
     if !hal.physical_device_capabilities().supports_extension(ash::ext::memory_budget::NAME) {

@@ -80,11 +80,8 @@ pub fn make_forms(wgsl: &str, entry: &str) -> Result<MadeForms, FormsError> {
         spv::write_vec(&module, &info, &spv_options, Some(&pipeline)).map_err(|e| FormsError::Spirv(e.to_string()))?;
     no_contraction(&mut spirv);
 
-    let msl_options = msl::Options {
-        lang_version: (2, 4),
-        bounds_check_policies: bounds_checks(),
-        ..msl::Options::default()
-    };
+    let msl_options =
+        msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
     let msl_pipeline = msl::PipelineOptions {
         entry_point: Some((naga::ShaderStage::Compute, entry.to_owned())),
         ..msl::PipelineOptions::default()

@@ -19,7 +19,7 @@ const PREAMBLE_OPCODES: [u32; 23] = [
     17, 10, 11, 14, 15, 16, 331, // capability … execution mode id
     2, 3, 4, 5, 6, 7, 330, // source continued, source, source extension, name, member name, string, processed
     71, 72, 73, 74, 75, 332, 5632, 5633, // decorations
-    0, // OpNop
+    0,    // OpNop
 ];
 
 const HEADER_WORDS: usize = 5;

@@ -44,7 +44,11 @@ pub fn escape() -> Block {
             name: "escape".into(),
             entry: "escape".into(),
             arrays: vec![array("counts", ArrayRole::PerItem(Access::Out))],
-            params: vec![param("width", ParamKind::U32), param("height", ParamKind::U32), param("max_iter", ParamKind::U32)],
+            params: vec![
+                param("width", ParamKind::U32),
+                param("height", ParamKind::U32),
+                param("max_iter", ParamKind::U32),
+            ],
             forms: forms!("escape"),
         }),
         cpu: escape_cpu,
@@ -94,7 +98,11 @@ fn saxpy_cpu(t: &mut CpuTile<'_>) {
     let a = t.param_f32(0);
     let x = t.read::<f32>(0);
     for (y, &x) in t.take_write::<f32>(1).iter_mut().zip(x) {
-        *y = a * x + *y;
+        // Written in the kernel's order (a * x, then + y) so the three forms read alike.
+        #[allow(clippy::assign_op_pattern)]
+        {
+            *y = a * x + *y;
+        }
     }
 }
 

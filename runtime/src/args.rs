@@ -93,7 +93,10 @@ impl<'a> Args<'a> {
                 (ArrayArg::InOut(d), ArrayRole::PerItem(Access::InOut)) => (true, d.len()),
                 (ArrayArg::Whole(d), ArrayRole::Whole) => {
                     if d.is_empty() || d.len() % spec.elem_size as usize != 0 {
-                        return bad(format!("whole array {} needs whole elements of {} bytes, and at least one", spec.name, spec.elem_size));
+                        return bad(format!(
+                            "whole array {} needs whole elements of {} bytes, and at least one",
+                            spec.name, spec.elem_size
+                        ));
                     }
                     continue;
                 }

@@ -69,7 +69,9 @@ impl<'a> CpuTile<'a> {
     /// once per tile, so a CPU form can hold several at a time.
     pub fn take_write<T: bytemuck::Pod>(&mut self, k: usize) -> &'a mut [T] {
         match &mut self.arrays[k] {
-            CpuArray::Write(slot) => bytemuck::cast_slice_mut(slot.take().expect("each written array is taken once per tile")),
+            CpuArray::Write(slot) => {
+                bytemuck::cast_slice_mut(slot.take().expect("each written array is taken once per tile"))
+            }
             CpuArray::Read(_) => panic!("array {k} is read-only in this block; use read"),
         }
     }
@@ -104,7 +106,11 @@ impl<'a> CpuTile<'a> {
         let tile = self.tile;
         (
             CpuTile { tile: Tile { start: tile.start, count: items }, params: self.params, arrays: left },
-            CpuTile { tile: Tile { start: tile.start + items, count: tile.count - items }, params: self.params, arrays: right },
+            CpuTile {
+                tile: Tile { start: tile.start + items, count: tile.count - items },
+                params: self.params,
+                arrays: right,
+            },
         )
     }
 }

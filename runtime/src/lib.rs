@@ -139,7 +139,13 @@ impl Par {
     }
 
     /// [`run`](Self::run) with options (fixed tile size, progress).
-    pub fn run_with(&self, block: &Block, n: u32, args: Args<'_>, options: &RunOptions<'_>) -> Result<RunReport, RunError> {
+    pub fn run_with(
+        &self,
+        block: &Block,
+        n: u32,
+        args: Args<'_>,
+        options: &RunOptions<'_>,
+    ) -> Result<RunReport, RunError> {
         block.desc.validate()?;
         args.check(&block.desc, n)?;
         let started = Instant::now();
@@ -157,7 +163,12 @@ impl Par {
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
         };
-        let mut report = RunReport { block: block.desc.name.clone(), items: u64::from(n), elapsed: Default::default(), workers: Vec::new() };
+        let mut report = RunReport {
+            block: block.desc.name.clone(),
+            items: u64::from(n),
+            elapsed: Default::default(),
+            workers: Vec::new(),
+        };
         if n > 0 {
             let workers: Vec<&dyn Worker> = self.workers.iter().map(|w| &**w as &dyn Worker).collect();
             match schedule::run(&workers, &ctx, n, args.arrays, options) {

@@ -41,7 +41,10 @@ impl RunReport {
         )];
         for w in &self.workers {
             if let Some(failure) = &w.failure {
-                lines.push(format!("par: {}: {} stopped ({failure}); its tiles ran on the other workers", self.block, w.name));
+                lines.push(format!(
+                    "par: {}: {} stopped ({failure}); its tiles ran on the other workers",
+                    self.block, w.name
+                ));
             }
         }
         lines

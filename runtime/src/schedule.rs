@@ -65,6 +65,12 @@ enum Rest<'a> {
 impl<'a> Pool<'a> {
     fn take(&mut self, count: u32, elem: &[u32]) -> Option<TileSlices<'a>> {
         if let Some(tile) = self.returned.pop() {
+            // A tile given back by a failed worker is cut to the size this worker asked for.
+            if tile.tile.count > count.max(1) {
+                let (head, rest) = tile.split(count.max(1), elem);
+                self.returned.push(rest);
+                return Some(head);
+            }
             return Some(tile);
         }
         let remaining = self.n - self.next;
@@ -161,11 +167,12 @@ pub(crate) fn run<'a>(
                     fail(pool, changed, w, e, None);
                     return;
                 }
+                let max_tile = worker.max_tile(ctx);
                 loop {
                     let mut tile = {
                         let mut p = lock(pool);
                         loop {
-                            let size = p.size_for(w, options.tile_items);
+                            let size = p.size_for(w, options.tile_items).min(max_tile);
                             if let Some(tile) = p.take(size, elem) {
                                 p.in_flight += 1;
                                 break tile;
@@ -189,7 +196,8 @@ pub(crate) fn run<'a>(
                             s.busy += busy;
                             drop(p);
                             changed.notify_all();
-                            let total = done.fetch_add(u64::from(tile.tile.count), Ordering::Relaxed) + u64::from(tile.tile.count);
+                            let total = done.fetch_add(u64::from(tile.tile.count), Ordering::Relaxed)
+                                + u64::from(tile.tile.count);
                             if let Some(progress) = options.progress {
                                 progress(total);
                             }
@@ -222,4 +230,135 @@ fn fail<'a>(pool: &Mutex<Pool<'a>>, changed: &Condvar, w: usize, error: WorkerEr
     }
     drop(p);
     changed.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    //! The scheduler with the real CPU worker beside a worker that fails on purpose (a device
+    //! cannot be made to fail on demand here); results must equal a plain sequential loop.
+
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec};
+
+    use super::*;
+    use crate::block::{Block, CpuTile};
+    use crate::worker::CpuWorker;
+
+    fn square_plus(t: &mut CpuTile<'_>) {
+        let k = t.param_u32(0);
+        let x = t.read::<u32>(0);
+        for (y, &x) in t.take_write::<u32>(1).iter_mut().zip(x) {
+            *y = x.wrapping_mul(x).wrapping_add(k);
+        }
+    }
+
+    fn ctx() -> RunCtx {
+        let desc = BlockDesc {
+            name: "square_plus".into(),
+            entry: "main".into(),
+            arrays: vec![
+                ArraySpec { name: "x".into(), elem_size: 4, role: ArrayRole::PerItem(Access::In) },
+                ArraySpec { name: "y".into(), elem_size: 4, role: ArrayRole::PerItem(Access::Out) },
+            ],
+            params: vec![ParamSpec { name: "k".into(), kind: ParamKind::U32 }],
+            forms: Forms { wgsl: Some(String::new()), ..Forms::default() },
+        };
+        let id = desc.id();
+        RunCtx { block: Block { desc: Arc::new(desc), cpu: square_plus }, id, params: vec![7], whole: Vec::new() }
+    }
+
+    /// Runs tiles on the CPU until its `fail_at`-th tile, which it refuses.
+    struct Flaky {
+        cpu: CpuWorker,
+        fail_at: usize,
+        seen: AtomicUsize,
+        max_tile: u32,
+    }
+
+    impl Worker for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn max_tile(&self, _ctx: &RunCtx) -> u32 {
+            self.max_tile
+        }
+        fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
+            Ok(())
+        }
+        fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+            assert!(tile.tile.count <= self.max_tile, "a tile over the worker's limit");
+            if self.seen.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_at {
+                return Err(WorkerError::Engine(xcd_engine::EngineError::OutOfMemory("flaky".into())));
+            }
+            self.cpu.run_tile(ctx, tile)
+        }
+    }
+
+    fn cpu() -> CpuWorker {
+        CpuWorker { pool: rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("threads") }
+    }
+
+    fn flaky(fail_at: usize, max_tile: u32) -> Flaky {
+        Flaky { cpu: cpu(), fail_at, seen: AtomicUsize::new(0), max_tile }
+    }
+
+    fn run_with(
+        workers: &[&dyn Worker],
+        n: u32,
+        tile: Option<u32>,
+    ) -> (Vec<u32>, Result<Vec<WorkerStats>, Vec<WorkerStats>>) {
+        let x: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let mut y = vec![0u32; n as usize];
+        let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
+        let options = RunOptions { tile_items: tile, progress: None };
+        let result = run(workers, &ctx(), n, arrays, &options);
+        (y, result)
+    }
+
+    fn expected(n: u32) -> Vec<u32> {
+        (0..n).map(|i| i.wrapping_mul(2_654_435_761)).map(|x| x.wrapping_mul(x).wrapping_add(7)).collect()
+    }
+
+    #[test]
+    fn a_failing_worker_s_tiles_run_elsewhere_with_the_same_answer() {
+        for fail_at in [1, 2, 5] {
+            let (cpu, flaky) = (cpu(), flaky(fail_at, u32::MAX));
+            let (y, result) = run_with(&[&flaky, &cpu], 100_003, Some(997));
+            let stats = result.expect("the CPU finishes the run");
+            assert_eq!(y, expected(100_003));
+            assert!(stats[0].failure.as_deref().is_some_and(|f| f.contains("out of memory")), "{stats:?}");
+            assert_eq!(stats.iter().map(|s| s.items).sum::<u64>(), 100_003);
+        }
+    }
+
+    #[test]
+    fn when_every_worker_fails_the_run_says_so() {
+        let (a, b) = (flaky(1, u32::MAX), flaky(3, u32::MAX));
+        let (_, result) = run_with(&[&a, &b], 10_000, None);
+        let stats = result.expect_err("nobody can finish");
+        assert!(stats.iter().all(|s| s.failure.is_some()));
+    }
+
+    #[test]
+    fn tiles_respect_each_worker_s_limit_and_returned_tiles_are_cut() {
+        // The first worker fails holding a large tile; the limited worker must take it in pieces.
+        let big = flaky(1, u32::MAX);
+        let small = flaky(usize::MAX, 100);
+        let (y, result) = run_with(&[&big, &small], 50_000, Some(40_000));
+        result.expect("the limited worker finishes");
+        assert_eq!(y, expected(50_000));
+    }
+
+    #[test]
+    fn adaptive_sizes_cover_every_item_exactly_once() {
+        let (a, b) = (cpu(), flaky(usize::MAX, 3_000));
+        for n in [1, 63, 64, 65, 1_000, 123_457] {
+            let (y, result) = run_with(&[&a, &b], n, None);
+            let stats = result.expect("completes");
+            assert_eq!(y, expected(n), "n = {n}");
+            assert_eq!(stats.iter().map(|s| s.items).sum::<u64>(), u64::from(n));
+        }
+    }
 }

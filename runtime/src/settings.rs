@@ -51,7 +51,7 @@ pub enum WorkerChoice {
 }
 
 /// Settings for a program's runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Which workers may run tiles; empty means all.
     pub workers: Vec<WorkerChoice>,
@@ -59,12 +59,6 @@ pub struct Settings {
     pub report: bool,
     /// Daemons named in `XC_PAR_REMOTE`.
     pub remote: Vec<String>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings { workers: Vec::new(), report: false, remote: Vec::new() }
-    }
 }
 
 impl Settings {
@@ -107,8 +101,7 @@ impl Settings {
 
     /// Whether the CPU worker may run tiles.
     pub fn allows_cpu(&self) -> bool {
-        self.workers.is_empty()
-            || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu))
+        self.workers.is_empty() || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu))
     }
 
     /// Whether the local GPU worker of this name may run tiles.
@@ -151,9 +144,9 @@ mod tests {
 
     #[test]
     fn bad_values_say_what_to_use() {
-        let e = Settings::read(&env(&[("XC_PAR_WORKERS", "gpus")])).unwrap_err().to_string();
+        let e = Settings::read(&env(&[("XC_PAR_WORKERS", "gpus")])).expect_err("refused").to_string();
         assert!(e.contains("use local, cpu, gpu, remote"), "{e}");
-        let e = Settings::read(&env(&[("XC_PAR_REPORT", "loud")])).unwrap_err().to_string();
+        let e = Settings::read(&env(&[("XC_PAR_REPORT", "loud")])).expect_err("refused").to_string();
         assert!(e.contains("use 1"), "{e}");
     }
 }

@@ -37,6 +37,40 @@ pub(crate) struct TileSlices<'a> {
     pub(crate) arrays: Vec<TileArray<'a>>,
 }
 
+impl<'a> TileSlices<'a> {
+    /// Splits the tile after `items` items (0 < items < count); `elem` gives each array's
+    /// element size.
+    pub(crate) fn split(self, items: u32, elem: &[u32]) -> (TileSlices<'a>, TileSlices<'a>) {
+        let mut head = Vec::with_capacity(self.arrays.len());
+        let mut tail = Vec::with_capacity(self.arrays.len());
+        for (array, &size) in self.arrays.into_iter().zip(elem) {
+            let at = items as usize * size as usize;
+            let (a, b) = match array {
+                TileArray::In(d) => {
+                    let (a, b) = d.split_at(at);
+                    (TileArray::In(a), TileArray::In(b))
+                }
+                TileArray::Out(d) => {
+                    let (a, b) = d.split_at_mut(at);
+                    (TileArray::Out(a), TileArray::Out(b))
+                }
+                TileArray::InOut(d) => {
+                    let (a, b) = d.split_at_mut(at);
+                    (TileArray::InOut(a), TileArray::InOut(b))
+                }
+                TileArray::Whole => (TileArray::Whole, TileArray::Whole),
+            };
+            head.push(a);
+            tail.push(b);
+        }
+        let t = self.tile;
+        (
+            TileSlices { tile: Tile { start: t.start, count: items }, arrays: head },
+            TileSlices { tile: Tile { start: t.start + items, count: t.count - items }, arrays: tail },
+        )
+    }
+}
+
 /// Why a worker stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -52,6 +86,10 @@ pub enum WorkerError {
 pub(crate) trait Worker: Sync {
     /// The name reports use: `cpu`, `gpu:<device id>`.
     fn name(&self) -> &str;
+    /// Most items one tile of this block may hold on this worker.
+    fn max_tile(&self, _ctx: &RunCtx) -> u32 {
+        u32::MAX
+    }
     /// Readies the worker for a run (loads the block on a device).
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError>;
     /// Runs one tile, writing its results in place only on success.
@@ -117,6 +155,13 @@ impl Worker for GpuWorker {
         &self.name
     }
 
+    fn max_tile(&self, ctx: &RunCtx) -> u32 {
+        let widest = ctx.block.desc.arrays.iter().map(|a| u64::from(a.elem_size)).max().unwrap_or(4);
+        // Buffers grow to the next power of two of the tile size, so stay within half the limit.
+        let items = self.device.info().max_buffer_bytes / widest / 2;
+        u32::try_from(items).unwrap_or(u32::MAX).max(1)
+    }
+
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
         self.device.load_blocking(Arc::clone(&ctx.block.desc))?;
         Ok(())
@@ -132,13 +177,8 @@ impl Worker for GpuWorker {
                 _ => None,
             })
             .collect();
-        let job = TileJob {
-            block: ctx.id,
-            tile: tile.tile,
-            params: ctx.params.clone(),
-            inputs,
-            whole: ctx.whole.clone(),
-        };
+        let job =
+            TileJob { block: ctx.id, tile: tile.tile, params: ctx.params.clone(), inputs, whole: ctx.whole.clone() };
         let result = self.device.run_blocking(job)?;
         let mut outputs = result.outputs.into_iter();
         let mut written = Vec::new();

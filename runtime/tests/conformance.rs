@@ -14,7 +14,8 @@ enum Required {
     WhenDriverPresent,
 }
 
-const BACKENDS: &[(&str, Required)] = &[("cpu", Required::Always), ("gpu:vulkan:", Required::InCi), ("gpu:cuda:", Required::WhenDriverPresent)];
+const BACKENDS: &[(&str, Required)] =
+    &[("cpu", Required::Always), ("gpu:vulkan:", Required::InCi), ("gpu:cuda:", Required::WhenDriverPresent)];
 
 /// A Par whose only worker is the first one whose name starts with `prefix`, or None.
 fn par_for(prefix: &str) -> Option<Par> {
@@ -31,7 +32,9 @@ fn par_or_skip(prefix: &str) -> Option<Par> {
         let must = match required {
             Required::Always => true,
             Required::InCi => std::env::var_os("CI").is_some(),
-            Required::WhenDriverPresent => prefix == "gpu:cuda:" && std::path::Path::new("/proc/driver/nvidia").exists(),
+            Required::WhenDriverPresent => {
+                prefix == "gpu:cuda:" && std::path::Path::new("/proc/driver/nvidia").exists()
+            }
         };
         assert!(!must, "backend {prefix} must be present here, and is not");
         eprintln!("skipped: no {prefix} worker on this machine");
@@ -65,7 +68,8 @@ fn outputs(par: &Par, block: &Block, n: u32, tile: Option<u32>) -> Vec<Vec<u8>> 
         "escape" => {
             let (w, h) = (37u32, n / 37);
             let mut counts = vec![u32::MAX; n as usize];
-            par.run_with(block, n, Args::new().u32(w).u32(h).u32(300).output(&mut counts), &options).expect("escape runs");
+            par.run_with(block, n, Args::new().u32(w).u32(h).u32(300).output(&mut counts), &options)
+                .expect("escape runs");
             vec![bytemuck::cast_slice(&counts).to_vec()]
         }
         "saxpy" => {
@@ -79,7 +83,8 @@ fn outputs(par: &Par, block: &Block, n: u32, tile: Option<u32>) -> Vec<Vec<u8>> 
             let coef = floats(7, 4, 3.0);
             let mut y = vec![f32::NAN; n as usize];
             // terms past the coefficients read as zero in every form.
-            par.run_with(block, n, Args::new().u32(9).input(&x).whole(&coef).output(&mut y), &options).expect("poly runs");
+            par.run_with(block, n, Args::new().u32(9).input(&x).whole(&coef).output(&mut y), &options)
+                .expect("poly runs");
             vec![bytemuck::cast_slice(&y).to_vec()]
         }
         other => panic!("no inputs for block {other}"),
@@ -96,7 +101,11 @@ fn check_backend(prefix: &str) {
         let want = outputs(&reference, &block, ITEMS, Some(ITEMS));
         for &tile in TILE_SIZES {
             let got = outputs(&par, &block, ITEMS, tile);
-            assert!(got == want, "{prefix}: block {} with tiles of {tile:?} items differs from the CPU form", block.desc.name);
+            assert!(
+                got == want,
+                "{prefix}: block {} with tiles of {tile:?} items differs from the CPU form",
+                block.desc.name
+            );
         }
     }
 }

@@ -116,9 +116,7 @@ pub enum DescError {
         count: usize,
     },
     /// An element size the ABI does not allow.
-    #[error(
-        "array {array} of block {name} has elements of {size} bytes; use a multiple of 4 up to {MAX_ELEM_SIZE}"
-    )]
+    #[error("array {array} of block {name} has elements of {size} bytes; use a multiple of 4 up to {MAX_ELEM_SIZE}")]
     ElemSize {
         /// Block name.
         name: String,
@@ -150,11 +148,7 @@ impl BlockDesc {
         }
         for array in &self.arrays {
             if array.elem_size == 0 || array.elem_size % 4 != 0 || array.elem_size > MAX_ELEM_SIZE {
-                return Err(DescError::ElemSize {
-                    name: name(),
-                    array: array.name.clone(),
-                    size: array.elem_size,
-                });
+                return Err(DescError::ElemSize { name: name(), array: array.name.clone(), size: array.elem_size });
             }
         }
         if !self.arrays.iter().any(|a| a.role.writes()) {
@@ -266,7 +260,7 @@ mod tests {
         assert_eq!(desc().validate(), Ok(()));
         let mut odd = desc();
         odd.arrays[0].elem_size = 3;
-        assert!(odd.validate().unwrap_err().to_string().contains("multiple of 4"));
+        assert!(odd.validate().expect_err("refused").to_string().contains("multiple of 4"));
         let mut no_out = desc();
         no_out.arrays.pop();
         assert!(matches!(no_out.validate(), Err(DescError::NoOutput(_))));

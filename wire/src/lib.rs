@@ -23,7 +23,7 @@ pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, Par
 pub use device::{BackendKind, DeviceInfo};
 pub use forms::{FormKind, Forms};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
-pub use tile::{Tile, TILE_HEADER_WORDS, WORKGROUP_SIZE};
+pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 
 /// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.
 pub fn content_hash(bytes: &[u8]) -> [u8; 32] {

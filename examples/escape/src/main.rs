@@ -44,7 +44,8 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<u64, String> {
     let items = u64::from(cli.width) * u64::from(cli.height);
-    let n = u32::try_from(items).map_err(|_| format!("{}×{} pixels is more than one block can hold (2^32 - 1)", cli.width, cli.height))?;
+    let n = u32::try_from(items)
+        .map_err(|_| format!("{}×{} pixels is more than one block can hold (2^32 - 1)", cli.width, cli.height))?;
     let par = Par::from_env().map_err(|e| e.to_string())?;
     let mut counts = vec![0u32; n as usize];
 
