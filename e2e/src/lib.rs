@@ -1,0 +1,40 @@
+//! The harness for tests that look at the whole repository or start its programs as real
+//! processes. It owns finding the repository and its files; it must not depend on the crates
+//! under test, so it sees them only as a user (or a reviewer) would.
+#![forbid(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The repository's root (the workspace folder).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Every file under `dir` (relative to the root) whose name ends with `suffix`, skipping
+/// `target/` and hidden folders, in a stable order.
+pub fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![repo_root().join(dir)];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else if name.ends_with(suffix) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A path relative to the repository root, for messages.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(repo_root()).unwrap_or(path).display().to_string()
+}
