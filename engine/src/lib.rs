@@ -33,13 +33,6 @@ pub struct Inventory {
     pub notes: Vec<String>,
 }
 
-impl Inventory {
-    /// True when every device computes on the CPU (or there is none).
-    pub fn cpu_only(&self) -> bool {
-        self.devices.iter().all(|d| d.info().cpu)
-    }
-}
-
 /// Finds every device: CUDA devices, then wgpu adapters.
 ///
 /// An NVIDIA adapter that CUDA already serves is not served again through Vulkan, and a device

@@ -2,8 +2,9 @@
 //!
 //! Kernels are loaded from the block's passthrough form where the adapter allows it (SPIR-V on
 //! Vulkan, MSL on Metal): no translation stands between the form and the driver, so the
-//! `NoContraction` decorations that make results exact reach the driver. WGSL through naga is
-//! the fallback for blocks without such a form and for backends without passthrough.
+//! `NoContraction` decorations that make results exact reach the driver. A block that carries
+//! only WGSL gets its SPIR-V made here by xcd-forms, with the same pass. Plain WGSL through
+//! wgpu's own translation is the last resort, for backends without passthrough (DX12).
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
 //! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
@@ -138,37 +139,52 @@ impl WgpuDevice {
                 _ => FormKind::Spirv,
             },
         })?;
-        match (form, self.passthrough) {
-            (FormKind::Spirv | FormKind::Msl, true) => {
-                let entry = wgpu::wgt::PassthroughShaderEntryPoint {
-                    name: Cow::Borrowed(desc.entry.as_str()),
-                    workgroup_size: (WORKGROUP_SIZE, 1, 1),
-                };
-                let source = wgpu::ShaderModuleDescriptorPassthrough {
-                    label: Some(&desc.name),
-                    entry_points: Cow::Owned(vec![entry]),
-                    spirv: desc.forms.spirv.as_deref().map(Cow::Borrowed),
-                    msl: desc.forms.msl.as_deref().map(Cow::Borrowed),
-                    ..Default::default()
-                };
-                #[allow(unsafe_code)]
-                // SAFETY: the SPIR-V and MSL forms are made by xcd-forms from validated WGSL with
-                // every buffer access bounds-checked (ReadZeroSkipWrite), and the pipeline layout
-                // below is built from the same block description as the forms' bindings.
-                let module = unsafe { self.device.create_shader_module_passthrough(source) };
-                Ok(module)
-            }
-            _ => match desc.forms.wgsl.as_deref() {
-                Some(wgsl) => Ok(self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(&desc.name),
-                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
-                })),
-                None => Err(EngineError::NoForm {
+        // A block that carries only WGSL still gets exact arithmetic on Vulkan: the engine makes
+        // its SPIR-V with the same NoContraction pass as the build-time forms, and passes it through.
+        let made;
+        let spirv = match (form, self.info.backend) {
+            (FormKind::Wgsl, BackendKind::Vulkan) if self.passthrough => {
+                let wgsl = desc.forms.wgsl.as_deref().unwrap_or_default();
+                made = xcd_forms::make_forms(wgsl, &desc.entry).map_err(|e| EngineError::Load {
                     device: self.info.id.clone(),
                     block: desc.name.clone(),
-                    wanted: FormKind::Wgsl,
-                }),
-            },
+                    reason: e.to_string(),
+                })?;
+                Some(made.spirv.as_slice())
+            }
+            (FormKind::Spirv, _) => desc.forms.spirv.as_deref(),
+            _ => None,
+        };
+        let msl = if form == FormKind::Msl { desc.forms.msl.as_deref() } else { None };
+        if self.passthrough && (spirv.is_some() || msl.is_some()) {
+            let entry = wgpu::wgt::PassthroughShaderEntryPoint {
+                name: Cow::Borrowed(desc.entry.as_str()),
+                workgroup_size: (WORKGROUP_SIZE, 1, 1),
+            };
+            let source = wgpu::ShaderModuleDescriptorPassthrough {
+                label: Some(&desc.name),
+                entry_points: Cow::Owned(vec![entry]),
+                spirv: spirv.map(Cow::Borrowed),
+                msl: msl.map(Cow::Borrowed),
+                ..Default::default()
+            };
+            #[allow(unsafe_code)]
+            // SAFETY: the SPIR-V and MSL forms are made by xcd-forms from validated WGSL with
+            // every buffer access bounds-checked (ReadZeroSkipWrite), and the pipeline layout
+            // below is built from the same block description as the forms' bindings.
+            let module = unsafe { self.device.create_shader_module_passthrough(source) };
+            return Ok(module);
+        }
+        match desc.forms.wgsl.as_deref() {
+            Some(wgsl) => Ok(self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&desc.name),
+                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
+            })),
+            None => Err(EngineError::NoForm {
+                device: self.info.id.clone(),
+                block: desc.name.clone(),
+                wanted: FormKind::Wgsl,
+            }),
         }
     }
 

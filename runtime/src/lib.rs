@@ -78,7 +78,13 @@ impl Par {
 
     /// Finds this machine's devices and keeps the workers `settings` allow.
     pub fn new(settings: Settings) -> Result<Par, RunError> {
-        let inventory = xcd_engine::discover();
+        // Opening devices costs time (and llvmpipe's threads): skip it when no GPU may run tiles.
+        let wants_gpu = settings.workers.is_empty()
+            || settings
+                .workers
+                .iter()
+                .any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Gpu | WorkerChoice::Named(_)));
+        let inventory = if wants_gpu { xcd_engine::discover() } else { xcd_engine::Inventory::default() };
         let mut workers: Vec<Box<dyn Worker + Send>> = Vec::new();
         let mut lines = Vec::new();
         if settings.allows_cpu() {
@@ -107,9 +113,6 @@ impl Par {
                         "XC_PAR_WORKERS names {name}, which is not here; workers: {}",
                         names.join(", ")
                     )));
-                }
-                WorkerChoice::Remote if settings.remote.is_empty() => {
-                    return Err(RunError::NoWorkers("XC_PAR_WORKERS=remote, but XC_PAR_REMOTE names no daemon".into()));
                 }
                 _ => {}
             }

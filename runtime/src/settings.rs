@@ -11,8 +11,6 @@ use crate::RunError;
 pub const XC_PAR_WORKERS: &str = "XC_PAR_WORKERS";
 /// `XC_PAR_REPORT`: `1` prints what each run did on standard error.
 pub const XC_PAR_REPORT: &str = "XC_PAR_REPORT";
-/// `XC_PAR_REMOTE`: daemons to send tiles to.
-pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
 
 /// Where settings come from.
 pub trait Env {
@@ -57,8 +55,6 @@ pub struct Settings {
     pub workers: Vec<WorkerChoice>,
     /// Print a report of each run.
     pub report: bool,
-    /// Daemons named in `XC_PAR_REMOTE`.
-    pub remote: Vec<String>,
 }
 
 impl Settings {
@@ -92,9 +88,6 @@ impl Settings {
                 "" | "0" | "false" | "no" => false,
                 other => return Err(RunError::Settings(format!("{XC_PAR_REPORT}={other}: use 1 to report, 0 not to"))),
             };
-        }
-        if let Some(value) = env.var(XC_PAR_REMOTE) {
-            settings.remote = value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
         }
         Ok(settings)
     }

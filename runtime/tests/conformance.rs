@@ -134,3 +134,25 @@ fn cpu_form_of_escape_is_the_tutorials_arithmetic() {
     let want: Vec<u32> = (0..ITEMS).map(|i| xcd_kernels::escape_pixel(i, 37, ITEMS / 37, 300)).collect();
     assert_eq!(got[0], bytemuck::cast_slice::<u32, u8>(&want));
 }
+
+/// A block that carries only WGSL is still exact on Vulkan: the engine makes its SPIR-V with
+/// the NoContraction pass itself and passes it through.
+#[test]
+fn vulkan_wgsl_only_blocks_match_cpu_form() {
+    let Some(par) = par_or_skip("gpu:vulkan:") else { return };
+    let reference = par_for("cpu").expect("the cpu worker");
+    for block in xcd_kernels::all() {
+        let want = outputs(&reference, &block, ITEMS, Some(ITEMS));
+        let mut desc = (*block.desc).clone();
+        desc.forms = xcd_wire::Forms { wgsl: desc.forms.wgsl.clone(), ..xcd_wire::Forms::default() };
+        let wgsl_only = Block { desc: std::sync::Arc::new(desc), cpu: block.cpu };
+        for tile in [Some(7), None] {
+            let got = outputs(&par, &wgsl_only, ITEMS, tile);
+            assert!(
+                got == want,
+                "WGSL-only block {} with tiles of {tile:?} differs from the CPU form",
+                block.desc.name
+            );
+        }
+    }
+}

@@ -72,3 +72,26 @@ fn bad_settings_are_explained() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("use local, cpu, gpu, remote"), "{stderr}");
 }
+
+/// Many escapes at once, each opening and closing the local devices: every one exits cleanly.
+/// (A device torn down while the process exited used to crash llvmpipe under load; the
+/// engine's owner tests check the mechanism that prevents it deterministically.)
+#[test]
+fn exits_cleanly_under_load() {
+    let children: Vec<_> = (0..16)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_escape"))
+                .args(["--width", "64", "--height", "48", "--max-iter", "50"])
+                .env("XC_PAR_WORKERS", if i % 2 == 0 { "local" } else { "gpu,cpu" })
+                .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("escape starts")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("escape ends");
+        assert!(out.status.success(), "escape failed ({:?}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+}
