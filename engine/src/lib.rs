@@ -64,15 +64,19 @@ pub(crate) struct Found {
     pub(crate) notes: Vec<String>,
 }
 
-/// Whether a device of this backend takes this block, judged by its forms.
-pub fn form_for(backend: BackendKind, forms: &xcd_wire::Forms) -> Option<xcd_wire::FormKind> {
+/// The forms a device of this backend takes, best first.
+pub fn forms_taken(backend: BackendKind) -> &'static [xcd_wire::FormKind] {
     use xcd_wire::FormKind;
-    let wanted: &[FormKind] = match backend {
+    match backend {
         BackendKind::Cuda => &[FormKind::Ptx],
         BackendKind::Vulkan => &[FormKind::Spirv, FormKind::Wgsl],
         BackendKind::Metal => &[FormKind::Msl, FormKind::Wgsl],
         BackendKind::Dx12 => &[FormKind::Wgsl],
-    };
+    }
+}
+
+/// The form a device of this backend would load from these forms, if any.
+pub fn form_for(backend: BackendKind, forms: &xcd_wire::Forms) -> Option<xcd_wire::FormKind> {
     let kinds = forms.kinds();
-    wanted.iter().copied().find(|k| kinds.contains(k))
+    forms_taken(backend).iter().copied().find(|k| kinds.contains(k))
 }

@@ -133,11 +133,7 @@ impl WgpuDevice {
         let form = crate::form_for(self.info.backend, &desc.forms).ok_or_else(|| EngineError::NoForm {
             device: self.info.id.clone(),
             block: desc.name.clone(),
-            wanted: match self.info.backend {
-                BackendKind::Metal => FormKind::Msl,
-                BackendKind::Dx12 => FormKind::Wgsl,
-                _ => FormKind::Spirv,
-            },
+            wanted: crate::forms_taken(self.info.backend)[0],
         })?;
         // A block that carries only WGSL still gets exact arithmetic on Vulkan: the engine makes
         // its SPIR-V with the same NoContraction pass as the build-time forms, and passes it through.

@@ -16,12 +16,15 @@
 pub mod block;
 pub mod device;
 pub mod forms;
+pub mod frame;
 pub mod layout;
+pub mod rest;
 pub mod tile;
 
 pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
 pub use device::{BackendKind, DeviceInfo};
 pub use forms::{FormKind, Forms};
+pub use frame::{FrameError, FrameSplitter, ResultFrame, TileFrame, TileProblem};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 

@@ -1,5 +1,5 @@
-//! xcrun: looks at this machine's devices (and, later, runs kernel bundles). Only wires the
-//! command line to the engine; all work happens in the library crates.
+//! xcrun: looks at this machine's devices and prints example blocks for a daemon. Only wires the
+//! command line to the library crates, where all work happens.
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
@@ -23,12 +23,44 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print an example block's description as JSON, every form included: the body of a daemon's
+    /// `POST /v1/blocks` (e.g. `xcrun block escape > escape.json`).
+    Block {
+        /// escape, saxpy or poly.
+        name: String,
+        /// Print only the block's id (its content address).
+        #[arg(long)]
+        id: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Devices { json } => devices(json),
+        Command::Block { name, id } => block(&name, id),
+    }
+}
+
+fn block(name: &str, id_only: bool) -> ExitCode {
+    let Some(block) = xcd_kernels::all().into_iter().find(|b| b.desc.name == name) else {
+        let names: Vec<String> = xcd_kernels::all().iter().map(|b| b.desc.name.clone()).collect();
+        eprintln!("xcrun: no example block named {name:?}; there are {}", names.join(", "));
+        return ExitCode::from(64);
+    };
+    if id_only {
+        println!("{}", block.desc.id());
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::to_string(&*block.desc) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("xcrun: cannot write the block: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

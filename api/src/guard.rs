@@ -1,0 +1,52 @@
+//! The check every request but `/healthz` passes first: the secret, then the program's version
+//! and data layout where it sends them (a plain REST read from curl sends neither).
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
+use xcd_wire::{Layout, VERSION};
+
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// Middleware: refuses a request whose secret, version or layout does not match.
+pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match check(&state, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(e) => {
+            state.0.metrics.refused(e.code());
+            tracing::info!(code = e.code(), path = %request.uri().path(), "refused");
+            e.into_response()
+        }
+    }
+}
+
+fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = headers.get(header::AUTHORIZATION).map(|value| {
+        value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer "))).map(str::trim)
+    });
+    match (&state.0.config.secret, given) {
+        (Some(secret), Some(Some(token))) if secret.matches(token) => {}
+        (Some(_), _) => return Err(ApiError::SecretRefused),
+        (None, Some(_)) => return Err(ApiError::SecretNotSet),
+        (None, None) => {}
+    }
+    if let Some(value) = headers.get(VERSION_HEADER) {
+        let program = value.to_str().unwrap_or("(not text)");
+        if program != VERSION {
+            return Err(ApiError::VersionMismatch { program: program.to_owned(), daemon: VERSION.to_owned() });
+        }
+    }
+    if let Some(value) = headers.get(LAYOUT_HEADER) {
+        let text = value.to_str().unwrap_or("(not text)");
+        let program: Layout =
+            text.parse().map_err(|e: xcd_wire::LayoutParseError| ApiError::BadRequest(e.to_string()))?;
+        let daemon = Layout::native();
+        if program != daemon {
+            return Err(ApiError::LayoutMismatch { program: program.to_string(), daemon: daemon.to_string() });
+        }
+    }
+    Ok(())
+}

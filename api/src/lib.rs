@@ -1,0 +1,35 @@
+//! The daemon xcd as a library: serves this machine's devices over HTTP/2 with TLS.
+//!
+//! Owns the router and its endpoints, the TLS identity, the secret and version checks, the
+//! NIMBY and memory declines, the tile stream, and the metrics. It reaches devices only through
+//! the engine's handles and must not touch a GPU API, settings files or the process's
+//! environment: the `xcd` binary parses its flags and variables and hands over a [`Config`].
+//! Tests run the real server in-process with [`serve`] on a port-0 listener, or the router
+//! alone with [`router`].
+//!
+//! Layout:
+//! - [`routes`]: the endpoints (`info`, `blocks`, `tiles`) and [`router`];
+//! - [`guard`]: the secret, version and layout checks;
+//! - [`problem`]: [`ApiError`], the one mapping of refusals to problem answers;
+//! - [`state`]: [`AppState`], [`Config`], [`Limits`], [`Secret`];
+//! - [`serve`]: the accept loop over TLS or plain TCP, and the graceful drain;
+//! - [`tls`]: the certificate and key under `XCD_HOME`;
+//! - [`nimby`]: the owner's hours;
+//! - [`metrics`]: Prometheus series.
+#![forbid(unsafe_code)]
+
+pub mod guard;
+pub mod metrics;
+pub mod nimby;
+pub mod problem;
+pub mod routes;
+pub mod serve;
+pub mod state;
+pub mod tls;
+
+pub use nimby::Nimby;
+pub use problem::ApiError;
+pub use routes::{ROUTES, router};
+pub use serve::serve;
+pub use state::{AppState, Config, Limits, Secret};
+pub use tls::Identity;

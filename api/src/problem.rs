@@ -1,0 +1,176 @@
+//! Every refusal the daemon makes, as one enum, and the one place that turns it into an
+//! `application/problem+json` answer with a stable code and a sentence that says what to do.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use xcd_wire::rest::Problem;
+
+/// Why the daemon refused a request.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ApiError {
+    /// The secret is missing or wrong.
+    #[error("the daemon refused the secret: set XC_PAR_SECRET to the daemon's secret")]
+    SecretRefused,
+    /// The daemon has no secret and the program sent one.
+    #[error(
+        "this daemon has no secret, and the program sent one: a program with a secret never uses an unprotected daemon; start the daemon with XC_PAR_SECRET"
+    )]
+    SecretNotSet,
+    /// Versions differ.
+    #[error(
+        "a different xcc version: the program is {program} and the daemon is {daemon}; install the same release on both machines"
+    )]
+    VersionMismatch {
+        /// The program's version.
+        program: String,
+        /// The daemon's version.
+        daemon: String,
+    },
+    /// Data layouts differ.
+    #[error(
+        "a different data layout: the program is {program} and the daemon is {daemon}; the two machines differ in byte order or pointer width and cannot share arrays"
+    )]
+    LayoutMismatch {
+        /// The program's layout.
+        program: String,
+        /// The daemon's layout.
+        daemon: String,
+    },
+    /// No device takes any form the block carries.
+    #[error("the daemon has no form for its GPU: {0}; build the program with every kernel form")]
+    NoForm(String),
+    /// A device could not compile the block.
+    #[error("{0}")]
+    LoadFailed(String),
+    /// Inside the NIMBY hours.
+    #[error("the daemon's owner keeps these hours ({range}) for themselves; it takes work again at {until}")]
+    DeclinedNimby {
+        /// The range now in force.
+        range: String,
+        /// When it ends, local time.
+        until: String,
+        /// Seconds until then.
+        retry_after: u64,
+    },
+    /// The run's data cannot fit the device.
+    #[error("the run needs {needed} bytes on {device}, which has {free} free; run it elsewhere or in smaller blocks")]
+    DeclinedMemory {
+        /// Device id.
+        device: String,
+        /// Bytes the run needs.
+        needed: u64,
+        /// Bytes free.
+        free: u64,
+    },
+    /// Shutting down.
+    #[error("the daemon is shutting down and takes no new work; run elsewhere")]
+    Draining,
+    /// Too many streams or connections.
+    #[error("the daemon is at its limit of {0}; try again shortly")]
+    Busy(String),
+    /// A frame or request body that cannot be read.
+    #[error("{0}")]
+    BadFrame(String),
+    /// Something too big.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A request that is malformed in another way (bad JSON, bad query).
+    #[error("{0}")]
+    BadRequest(String),
+    /// An unknown block.
+    #[error("block {0} is not registered here: register it with POST /v1/blocks first")]
+    UnknownBlock(String),
+    /// An unknown whole array.
+    #[error("whole array {0} is not held here: upload it with PUT /v1/arrays/{0} first")]
+    UnknownArray(String),
+    /// An unknown device.
+    #[error("device {0} is not served here: see GET /v1/devices")]
+    UnknownDevice(String),
+    /// The device failed running the tile.
+    #[error("{0}")]
+    DeviceFailed(String),
+    /// No such endpoint.
+    #[error("no such endpoint: see openapi/openapi.yaml for what this daemon serves")]
+    NotFound,
+    /// The endpoint does not take that method.
+    #[error("this endpoint does not take that method: see openapi/openapi.yaml")]
+    MethodNotAllowed,
+}
+
+impl ApiError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::SecretRefused => "secret_refused",
+            ApiError::SecretNotSet => "secret_not_set",
+            ApiError::VersionMismatch { .. } => "version_mismatch",
+            ApiError::LayoutMismatch { .. } => "layout_mismatch",
+            ApiError::NoForm(_) => "no_form",
+            ApiError::LoadFailed(_) => "load_failed",
+            ApiError::DeclinedNimby { .. } => "declined_nimby",
+            ApiError::DeclinedMemory { .. } => "declined_memory",
+            ApiError::Draining => "draining",
+            ApiError::Busy(_) => "busy",
+            ApiError::BadFrame(_) => "bad_frame",
+            ApiError::TooLarge(_) => "too_large",
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::UnknownBlock(_) => "unknown_block",
+            ApiError::UnknownArray(_) => "unknown_array",
+            ApiError::UnknownDevice(_) => "unknown_device",
+            ApiError::DeviceFailed(_) => "device_failed",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::SecretRefused => StatusCode::UNAUTHORIZED,
+            ApiError::SecretNotSet => StatusCode::FORBIDDEN,
+            ApiError::VersionMismatch { .. } | ApiError::LayoutMismatch { .. } => StatusCode::CONFLICT,
+            ApiError::NoForm(_) | ApiError::LoadFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::DeclinedNimby { .. }
+            | ApiError::DeclinedMemory { .. }
+            | ApiError::Draining
+            | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BadFrame(_) | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnknownBlock(_) | ApiError::UnknownArray(_) | ApiError::UnknownDevice(_) => StatusCode::NOT_FOUND,
+            ApiError::DeviceFailed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    /// The problem document.
+    pub fn problem(&self) -> Problem {
+        let status = self.status();
+        Problem {
+            kind: format!("urn:xcd:problem:{}", self.code()),
+            title: status.canonical_reason().unwrap_or("error").to_owned(),
+            status: status.as_u16(),
+            code: self.code().to_owned(),
+            detail: self.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
+        let mut response = (self.status(), body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        match &self {
+            ApiError::DeclinedNimby { retry_after, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            ApiError::SecretRefused => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"xcd\""));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,139 @@
+//! Registering blocks, and holding the whole arrays their tiles refer to.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use xcd_engine::EngineError;
+use xcd_wire::BlockDesc;
+use xcd_wire::rest::{ArrayHeld, Registered};
+
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// Turns a body the limit cut off into a refusal that says the limit.
+pub(crate) fn body(bytes: Result<Bytes, BytesRejection>, limit: u64, what: &str) -> Result<Bytes, ApiError> {
+    bytes.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::TooLarge(format!("{what} is over this daemon's limit of {limit} bytes"))
+        }
+        _ => ApiError::BadRequest(format!("{what} could not be read: {e}")),
+    })
+}
+
+/// Maps a device's refusal to the daemon's.
+pub(crate) fn engine_error(e: EngineError) -> ApiError {
+    match e {
+        EngineError::NoForm { .. } => ApiError::NoForm(e.to_string()),
+        EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
+        EngineError::BadJob(m) => ApiError::BadFrame(m),
+        EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
+        EngineError::TooLarge { .. } => ApiError::TooLarge(e.to_string()),
+        EngineError::OutOfMemory(device) => ApiError::DeclinedMemory { device, needed: 0, free: 0 },
+        EngineError::Launch { .. } | EngineError::DeviceLost { .. } => ApiError::DeviceFailed(e.to_string()),
+    }
+}
+
+/// `POST /v1/blocks`: registers a block under its content address and loads it on every device
+/// that takes one of its forms. Registering the same block again changes nothing.
+pub(crate) async fn register(
+    State(state): State<AppState>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Registered>), ApiError> {
+    let limit = state.0.config.limits.max_block_bytes as u64;
+    let bytes = body(bytes, limit, "the block")?;
+    let desc: BlockDesc = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
+    desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let id = desc.id();
+    let known = state.block(&id.to_string()).is_ok();
+    let desc = Arc::new(desc);
+
+    let takers: Vec<usize> = state
+        .0
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| xcd_engine::form_for(d.info().backend, &desc.forms).is_some())
+        .map(|(i, _)| i)
+        .collect();
+    if takers.is_empty() {
+        let wanted: Vec<String> = state
+            .0
+            .devices
+            .iter()
+            .map(|d| {
+                let forms: Vec<String> =
+                    xcd_engine::forms_taken(d.info().backend).iter().map(|f| f.to_string()).collect();
+                format!("{} takes {}", d.info().id, forms.join(" or "))
+            })
+            .collect();
+        let carried: Vec<String> = desc.forms.kinds().iter().map(|f| f.to_string()).collect();
+        return Err(ApiError::NoForm(format!(
+            "{}; block {} carries {}",
+            wanted.join(", "),
+            desc.name,
+            if carried.is_empty() { "no form".to_owned() } else { carried.join(", ") }
+        )));
+    }
+    let mut loaded = Vec::new();
+    let mut last_error = None;
+    for index in takers {
+        match state.0.devices[index].load(desc.clone()).await {
+            Ok(_) => loaded.push(index),
+            Err(e) => last_error = Some(engine_error(e)),
+        }
+    }
+    if loaded.is_empty() {
+        return Err(last_error.unwrap_or_else(|| ApiError::LoadFailed("no device loaded the block".into())));
+    }
+    state.keep_block(desc)?;
+    let status = if known { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
+}
+
+fn parse_hash(text: &str) -> Result<[u8; 32], ApiError> {
+    let mut hash = [0u8; 32];
+    hex::decode_to_slice(text, &mut hash)
+        .map_err(|_| ApiError::BadRequest(format!("{text:?} is not a SHA-256 in hex (64 characters)")))?;
+    Ok(hash)
+}
+
+/// `PUT /v1/arrays/{hash}`: holds a whole array, checked against its hash.
+pub(crate) async fn put_array(
+    State(state): State<AppState>,
+    Path(hash): Path<String>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<ArrayHeld>), ApiError> {
+    let expected = parse_hash(&hash)?;
+    let bytes = body(bytes, state.0.config.limits.max_array_bytes as u64, "the array")?;
+    if bytes.is_empty() {
+        return Err(ApiError::BadRequest("a whole array needs at least one element".into()));
+    }
+    let actual = xcd_wire::content_hash(&bytes);
+    if actual != expected {
+        return Err(ApiError::BadRequest(format!(
+            "the array's SHA-256 is {}, not {hash}: send the bytes the hash was made from",
+            hex::encode(actual)
+        )));
+    }
+    let held = state.array(&expected).is_some();
+    if !held {
+        state.keep_array(expected, Arc::from(&bytes[..]));
+    }
+    let status = if held { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(ArrayHeld { hash: hex::encode(expected), bytes: bytes.len() as u64 })))
+}
+
+/// `GET /v1/arrays/{hash}`: whether the daemon holds a whole array (not its bytes).
+pub(crate) async fn get_array(
+    State(state): State<AppState>,
+    Path(hash): Path<String>,
+) -> Result<Json<ArrayHeld>, ApiError> {
+    let key = parse_hash(&hash)?;
+    let data = state.array(&key).ok_or_else(|| ApiError::UnknownArray(hash.clone()))?;
+    Ok(Json(ArrayHeld { hash: hex::encode(key), bytes: data.len() as u64 }))
+}

@@ -1,0 +1,81 @@
+//! The read-only endpoints: version, devices, capacity, metrics, health.
+
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use xcd_wire::rest::{Capacity, Devices, VersionInfo};
+use xcd_wire::{FormKind, Layout, VERSION};
+
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// `GET /v1/version`.
+pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> {
+    let mut forms: Vec<FormKind> = Vec::new();
+    for device in &state.0.devices {
+        for form in xcd_engine::forms_taken(device.info().backend) {
+            if !forms.contains(form) {
+                forms.push(*form);
+            }
+        }
+    }
+    Json(VersionInfo {
+        version: VERSION.to_owned(),
+        layout: Layout::native().to_string(),
+        forms,
+        pool: state.0.config.pool.clone(),
+        secret: state.0.config.secret.is_some(),
+    })
+}
+
+/// `GET /v1/devices`.
+pub(crate) async fn devices(State(state): State<AppState>) -> Result<Json<Devices>, ApiError> {
+    let mut devices = Vec::new();
+    for device in &state.0.devices {
+        devices.push(device.status().await.unwrap_or_else(|_| device.info().clone()));
+    }
+    Ok(Json(Devices { devices }))
+}
+
+/// `GET /v1/capacity`.
+pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
+    let (accepting, reason, until) = match state.admit() {
+        Ok(()) => (true, None, None),
+        Err(ApiError::Draining) => (false, Some("draining".to_owned()), None),
+        Err(ApiError::DeclinedNimby { .. }) => {
+            let until = state.0.config.nimby.inside_now().map(|(_, until)| until.to_rfc3339());
+            (false, Some("nimby".to_owned()), until)
+        }
+        Err(other) => (false, Some(other.code().to_owned()), None),
+    };
+    let mut memory_free = Vec::new();
+    for device in &state.0.devices {
+        memory_free.push(device.status().await.ok().and_then(|i| i.memory_free));
+    }
+    Json(Capacity {
+        accepting,
+        reason,
+        until,
+        tiles_in_flight: state.0.in_flight.load(Ordering::SeqCst),
+        depth: state.depth(),
+        max_frame_bytes: state.0.config.limits.max_frame_bytes,
+        memory_free,
+    })
+}
+
+/// `GET /metrics`: Prometheus text.
+pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.0.metrics.render())
+}
+
+/// `GET /healthz`: 200 while serving, 503 while draining. Needs no secret.
+pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    if state.0.draining.load(Ordering::SeqCst) {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+    } else {
+        (axum::http::StatusCode::OK, "ok\n")
+    }
+}

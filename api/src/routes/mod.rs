@@ -1,0 +1,60 @@
+//! The endpoints, one file per group, and the router that binds them to paths.
+
+pub(crate) mod blocks;
+pub(crate) mod info;
+pub(crate) mod tiles;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::routing::{get, post};
+
+use crate::guard::guard;
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// Every route the router serves, as (method, path): `openapi/openapi.yaml` must list exactly these.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/metrics"),
+    ("get", "/v1/version"),
+    ("get", "/v1/devices"),
+    ("get", "/v1/capacity"),
+    ("post", "/v1/blocks"),
+    ("post", "/v1/blocks/{id}/tiles"),
+    ("post", "/v1/blocks/{id}/tile"),
+    ("get", "/v1/arrays/{hash}"),
+    ("put", "/v1/arrays/{hash}"),
+];
+
+/// The daemon's router: every endpoint, behind the secret and version checks (but `/healthz`).
+pub fn router(state: AppState) -> Router {
+    let limits = &state.0.config.limits;
+    let guarded = Router::new()
+        .route("/v1/version", get(info::version))
+        .route("/v1/devices", get(info::devices))
+        .route("/v1/capacity", get(info::capacity))
+        .route("/v1/blocks", post(blocks::register).layer(DefaultBodyLimit::max(limits.max_block_bytes)))
+        .route("/v1/blocks/{id}/tiles", post(tiles::stream))
+        .route("/v1/blocks/{id}/tile", post(tiles::one).layer(DefaultBodyLimit::max(limits.max_frame_bytes as usize)))
+        .route(
+            "/v1/arrays/{hash}",
+            get(blocks::get_array).put(blocks::put_array).layer(DefaultBodyLimit::max(limits.max_array_bytes)),
+        )
+        .route("/metrics", get(info::metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), guard));
+    Router::new()
+        .route("/healthz", get(info::healthz))
+        .merge(guarded)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

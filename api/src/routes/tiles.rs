@@ -1,0 +1,330 @@
+//! Running tiles: the full-duplex tile stream, and one tile per request for curl.
+//!
+//! The stream reads tile frames from the request body and writes result frames to the response
+//! body as each tile finishes (in any order), keeping at most `depth` tiles of the stream on the
+//! device; it reads no further frames until one finishes, so HTTP/2 flow control holds a fast
+//! sender back. A bad frame gets an error frame for its tag and the stream goes on; a frame that
+//! breaks the framing itself ends the stream with an error frame tagged `u32::MAX`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use xcd_engine::{DeviceHandle, TileJob, WholeArray};
+use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
+use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
+use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ParamKind, ResultFrame, Tile, TileFrame, TileProblem};
+
+use crate::metrics::DeviceLabel;
+use crate::problem::ApiError;
+use crate::routes::blocks::{body, engine_error};
+use crate::state::AppState;
+
+/// Query of both tile endpoints.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StreamQuery {
+    /// Device index or id (default 0).
+    device: Option<String>,
+}
+
+/// Counts a stream as open for as long as it lives.
+struct StreamSlot(AppState);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.0.streams.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Checks a run can start on a device: not draining, not NIMBY, block loaded, memory enough.
+async fn open(
+    state: &AppState,
+    id: &str,
+    device: Option<&str>,
+    run_items: Option<u64>,
+) -> Result<(Arc<BlockDesc>, BlockId, DeviceHandle), ApiError> {
+    state.admit()?;
+    let desc = state.block(id)?;
+    let (_, handle) = state.device(device)?;
+    let block = handle.load(desc.clone()).await.map_err(engine_error)?;
+    if let Some(items) = run_items {
+        let per_item: u64 =
+            desc.arrays.iter().filter(|a| a.role != xcd_wire::ArrayRole::Whole).map(|a| u64::from(a.elem_size)).sum();
+        state.admit_memory(&handle, items.saturating_mul(per_item)).await?;
+    }
+    Ok((desc, block, handle))
+}
+
+/// Turns a decoded frame into a device job, checking it against the block.
+fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> Result<TileJob, ApiError> {
+    let bad = |m: String| Err(ApiError::BadFrame(m));
+    if frame.tile.count == 0 {
+        return bad("a tile must hold at least one item".into());
+    }
+    if frame.tile.end() > u64::from(u32::MAX) + 1 {
+        return bad(format!("tile {}+{} runs past item 2^32 - 1", frame.tile.start, frame.tile.count));
+    }
+    if frame.params.len() != desc.params.len() {
+        return bad(format!(
+            "block {} takes {} parameters, the tile carries {}",
+            desc.name,
+            desc.params.len(),
+            frame.params.len()
+        ));
+    }
+    let wholes = desc.whole_arrays().count();
+    if frame.wholes.len() != wholes {
+        return bad(format!("block {} binds {wholes} whole arrays, the tile names {}", desc.name, frame.wholes.len()));
+    }
+    let count = u64::from(frame.tile.count);
+    let out_bytes: u64 = desc.tile_outputs().map(|i| count * u64::from(desc.arrays[i].elem_size)).sum();
+    let limit = state.0.config.limits.max_frame_bytes;
+    if out_bytes > limit {
+        return Err(ApiError::TooLarge(format!(
+            "a tile of {count} items returns {out_bytes} bytes, over this daemon's limit of {limit}: send smaller tiles"
+        )));
+    }
+    let sizes: Vec<usize> =
+        desc.tile_inputs().map(|i| (count * u64::from(desc.arrays[i].elem_size)) as usize).collect();
+    let want: usize = sizes.iter().sum();
+    if frame.inputs.len() != want {
+        return bad(format!(
+            "a tile of {count} items of block {} needs {want} bytes of per-item inputs, the frame carries {}",
+            desc.name,
+            frame.inputs.len()
+        ));
+    }
+    let mut whole = Vec::with_capacity(wholes);
+    for hash in &frame.wholes {
+        let data = state.array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
+        whole.push(WholeArray { hash: *hash, data });
+    }
+    let mut inputs = Vec::with_capacity(sizes.len());
+    let mut at = 0;
+    for size in sizes {
+        inputs.push(frame.inputs[at..at + size].to_vec());
+        at += size;
+    }
+    state.0.metrics.bytes_in.inc_by(want as u64);
+    Ok(TileJob { block, tile: frame.tile, params: frame.params, inputs, whole })
+}
+
+/// Runs one job on a device, counting it.
+async fn run(state: &AppState, device: &DeviceHandle, job: TileJob) -> Result<Vec<u8>, ApiError> {
+    let started = Instant::now();
+    state.0.in_flight.fetch_add(1, Ordering::SeqCst);
+    state.0.metrics.in_flight.inc();
+    let result = device.run(job).await;
+    state.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    state.0.metrics.in_flight.dec();
+    let output = result.map_err(engine_error)?;
+    let label = DeviceLabel { device: device.info().id.clone() };
+    state.0.metrics.tiles.get_or_create(&label).inc();
+    state.0.metrics.tile_seconds.get_or_create(&label).observe(started.elapsed().as_secs_f64());
+    let bytes = output.outputs.concat();
+    state.0.metrics.bytes_out.inc_by(bytes.len() as u64);
+    Ok(bytes)
+}
+
+fn problem_frame(tag: u32, error: &ApiError) -> Bytes {
+    let problem = TileProblem { code: error.code().to_owned(), detail: error.to_string() };
+    Bytes::from(ResultFrame::Failed { tag, problem }.encode())
+}
+
+/// `POST /v1/blocks/{id}/tiles`: the tile stream.
+pub(crate) async fn stream(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    let run_items =
+        match headers.get(RUN_ITEMS_HEADER) {
+            None => None,
+            Some(v) => Some(v.to_str().ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
+                ApiError::BadRequest(format!("{RUN_ITEMS_HEADER} must be the run's number of items"))
+            })?),
+        };
+    let (desc, block, device) = open(&state, &id, query.device.as_deref(), run_items).await?;
+    let limit = state.0.config.limits.max_streams;
+    if state.0.streams.fetch_add(1, Ordering::SeqCst) >= limit {
+        state.0.streams.fetch_sub(1, Ordering::SeqCst);
+        return Err(ApiError::Busy(format!("{limit} tile streams")));
+    }
+    let slot = StreamSlot(state.clone());
+    let (tx, rx) = mpsc::channel::<Bytes>(state.depth() as usize * 2);
+    tokio::spawn(async move {
+        let _slot = slot;
+        serve_stream(state, desc, block, device, request, tx).await;
+    });
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
+    Ok(([(header::CONTENT_TYPE, FRAMES_MEDIA_TYPE)], Body::from_stream(body)).into_response())
+}
+
+async fn serve_stream(
+    state: AppState,
+    desc: Arc<BlockDesc>,
+    block: BlockId,
+    device: DeviceHandle,
+    request: Body,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let limits = &state.0.config.limits;
+    let depth = state.depth() as usize;
+    let mut data = request.into_data_stream();
+    let mut splitter = FrameSplitter::new(limits.max_frame_bytes);
+    let mut running = FuturesUnordered::new();
+    let mut draining = state.0.drain_rx.clone();
+    let mut body_done = false;
+    loop {
+        // Start buffered tiles while there is room on the device, unless draining.
+        while running.len() < depth && !*draining.borrow() {
+            match splitter.next_frame() {
+                Ok(Some(frame)) => {
+                    let (state, desc, device) = (state.clone(), desc.clone(), device.clone());
+                    running.push(async move {
+                        let frame = match TileFrame::decode(&frame) {
+                            Ok(frame) => frame,
+                            Err(e) => {
+                                state.0.metrics.refused("bad_frame");
+                                let tag = frame
+                                    .get(4..8)
+                                    .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                                return problem_frame(tag, &ApiError::BadFrame(e.to_string()));
+                            }
+                        };
+                        let tag = frame.tag;
+                        let result = match job(&state, &desc, block, frame) {
+                            Ok(job) => run(&state, &device, job).await,
+                            Err(e) => Err(e),
+                        };
+                        match result {
+                            Ok(outputs) => Bytes::from(ResultFrame::Done { tag, outputs }.encode()),
+                            Err(e) => {
+                                state.0.metrics.refused(e.code());
+                                problem_frame(tag, &e)
+                            }
+                        }
+                    });
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    state.0.metrics.refused("bad_frame");
+                    let _ = tx.send(problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string()))).await;
+                    return;
+                }
+            }
+        }
+        let draining_now = *draining.borrow();
+        if running.is_empty() && (body_done || draining_now) {
+            if draining_now && !(body_done && splitter.is_empty()) {
+                let _ = tx.send(problem_frame(STREAM_TAG, &ApiError::Draining)).await;
+            } else if !splitter.is_empty() {
+                let e = ApiError::BadFrame("the stream ended inside a frame".into());
+                let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+            }
+            return;
+        }
+        let room = running.len() < depth && !body_done && !draining_now;
+        tokio::select! {
+            Some(frame) = running.next(), if !running.is_empty() => {
+                if tx.send(frame).await.is_err() {
+                    return; // the program went away; its tiles in flight finish and are dropped
+                }
+            }
+            chunk = tokio::time::timeout(limits.stream_idle, data.next()), if room => match chunk {
+                Ok(Some(Ok(bytes))) => splitter.push(&bytes),
+                Ok(Some(Err(_))) => return, // the program reset the stream
+                Ok(None) => body_done = true,
+                Err(_) if running.is_empty() => {
+                    let e = ApiError::BadFrame(format!("no frame for {} s: the stream is closed", limits.stream_idle.as_secs()));
+                    let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+                    return;
+                }
+                Err(_) => {}
+            },
+            _ = draining.changed(), if !draining_now => {}
+        }
+    }
+}
+
+/// Query of `POST /v1/blocks/{id}/tile`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct OneQuery {
+    /// Block-wide index of the first item (default 0).
+    start: Option<u32>,
+    /// Items in the tile.
+    count: u32,
+    /// The parameters, comma-separated, each written as its type (e.g. `4096,4096,2000` or `0.5`).
+    params: Option<String>,
+    /// The whole arrays' SHA-256s in hex, comma-separated, in binding order.
+    whole: Option<String>,
+    /// Device index or id (default 0).
+    device: Option<String>,
+}
+
+/// `POST /v1/blocks/{id}/tile`: one tile; the body is the tile's per-item inputs concatenated in
+/// binding order (empty when the block reads none), the answer its outputs, raw.
+pub(crate) async fn one(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<OneQuery>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let inputs = body(bytes, state.0.config.limits.max_frame_bytes, "the tile")?;
+    let (desc, block, device) = open(&state, &id, query.device.as_deref(), None).await?;
+    let texts: Vec<&str> = query
+        .params
+        .as_deref()
+        .map(|p| p.split(',').map(str::trim).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    if texts.len() != desc.params.len() {
+        let names: Vec<&str> = desc.params.iter().map(|p| p.name.as_str()).collect();
+        return Err(ApiError::BadRequest(format!(
+            "block {} takes {} parameters ({}), params= gives {}",
+            desc.name,
+            desc.params.len(),
+            names.join(","),
+            texts.len()
+        )));
+    }
+    let mut params = Vec::with_capacity(texts.len());
+    for (text, spec) in texts.iter().zip(&desc.params) {
+        let word = match spec.kind {
+            ParamKind::U32 => text.parse::<u32>().ok(),
+            ParamKind::I32 => text.parse::<i32>().ok().map(|v| v as u32),
+            ParamKind::F32 => text.parse::<f32>().ok().map(f32::to_bits),
+        };
+        params.push(word.ok_or_else(|| {
+            ApiError::BadRequest(format!("parameter {} is {:?}; {text:?} is not one", spec.name, spec.kind))
+        })?);
+    }
+    let mut wholes = Vec::new();
+    for text in query.whole.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut hash = [0u8; 32];
+        hex::decode_to_slice(text, &mut hash)
+            .map_err(|_| ApiError::BadRequest(format!("whole={text:?} is not a SHA-256 in hex")))?;
+        wholes.push(hash);
+    }
+    let frame = TileFrame {
+        tag: 0,
+        tile: Tile { start: query.start.unwrap_or(0), count: query.count },
+        params,
+        wholes,
+        inputs: inputs.to_vec(),
+    };
+    let job = job(&state, &desc, block, frame)?;
+    let outputs = run(&state, &device, job).await?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], outputs).into_response())
+}

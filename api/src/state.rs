@@ -1,0 +1,236 @@
+//! What every request handler shares: the daemon's settings, its devices, the blocks registered
+//! with it, the whole arrays it holds, and its counters.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use xcd_engine::DeviceHandle;
+use xcd_wire::{BlockDesc, BlockId};
+
+use crate::metrics::Metrics;
+use crate::nimby::Nimby;
+use crate::problem::ApiError;
+
+/// A secret; compared in constant time, never printed.
+#[derive(Clone)]
+pub struct Secret([u8; 32]);
+
+impl Secret {
+    /// Wraps the secret's text.
+    pub fn new(text: &str) -> Self {
+        Secret(xcd_wire::content_hash(text.as_bytes()))
+    }
+
+    /// True when `given` is the secret. Both sides are hashed first, so the comparison takes the
+    /// same time whatever the length or content of `given`.
+    pub fn matches(&self, given: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        bool::from(self.0.ct_eq(&xcd_wire::content_hash(given.as_bytes())))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// Bounds on what one client may make the daemon hold or do.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest tile frame (and single-tile body), in bytes.
+    pub max_frame_bytes: u64,
+    /// Largest block registration body, in bytes.
+    pub max_block_bytes: usize,
+    /// Largest whole array, in bytes.
+    pub max_array_bytes: usize,
+    /// Whole arrays held at once, in bytes; the least recently used go first.
+    pub array_cache_bytes: u64,
+    /// Blocks held at once.
+    pub max_blocks: usize,
+    /// Tile streams open at once.
+    pub max_streams: u64,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// A tile stream that sends nothing for this long, with no tile in flight, is closed.
+    pub stream_idle: Duration,
+    /// Time for a TLS handshake.
+    pub handshake: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: 256 << 20,
+            max_block_bytes: 32 << 20,
+            max_array_bytes: 1 << 30,
+            array_cache_bytes: 2 << 30,
+            max_blocks: 1024,
+            max_streams: 256,
+            max_connections: 4096,
+            stream_idle: Duration::from_secs(60),
+            handshake: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The daemon's settings, parsed once by the binary.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// `XC_PAR_SECRET`, if set.
+    pub secret: Option<Secret>,
+    /// `-nimby` hours.
+    pub nimby: Nimby,
+    /// `-pool` name.
+    pub pool: Option<String>,
+    /// Bounds.
+    pub limits: Limits,
+    /// Tiles a program should keep in flight per device (3 when zero).
+    pub depth: u32,
+}
+
+/// Whole arrays by content hash, least recently used first out.
+#[derive(Default)]
+struct ArrayCache {
+    arrays: HashMap<[u8; 32], (Arc<[u8]>, u64)>,
+    bytes: u64,
+    uses: u64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    pub(crate) devices: Vec<DeviceHandle>,
+    blocks: RwLock<HashMap<BlockId, Arc<BlockDesc>>>,
+    arrays: Mutex<ArrayCache>,
+    pub(crate) draining: AtomicBool,
+    /// Tells open tile streams to stop reading new tiles.
+    drain_tx: tokio::sync::watch::Sender<bool>,
+    pub(crate) drain_rx: tokio::sync::watch::Receiver<bool>,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) streams: AtomicU64,
+    pub(crate) metrics: Metrics,
+}
+
+/// The daemon's shared state; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub(crate) Arc<Inner>);
+
+impl AppState {
+    /// State for a daemon serving `devices` with `config`.
+    pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
+        let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+        AppState(Arc::new(Inner {
+            drain_tx,
+            drain_rx,
+            config,
+            devices,
+            blocks: RwLock::default(),
+            arrays: Mutex::default(),
+            draining: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            streams: AtomicU64::new(0),
+            metrics: Metrics::default(),
+        }))
+    }
+
+    /// Stops taking new work; tiles in flight finish.
+    pub fn drain(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
+        self.0.drain_tx.send_replace(true);
+    }
+
+    /// Tiles running or queued now.
+    pub fn tiles_in_flight(&self) -> u64 {
+        self.0.in_flight.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn depth(&self) -> u32 {
+        if self.0.config.depth == 0 { 3 } else { self.0.config.depth }
+    }
+
+    pub(crate) fn block(&self, id: &str) -> Result<Arc<BlockDesc>, ApiError> {
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(id, &mut bytes).map_err(|_| ApiError::UnknownBlock(id.to_owned()))?;
+        let blocks = self.0.blocks.read().unwrap_or_else(|e| e.into_inner());
+        blocks.get(&BlockId(bytes)).cloned().ok_or_else(|| ApiError::UnknownBlock(id.to_owned()))
+    }
+
+    pub(crate) fn keep_block(&self, desc: Arc<BlockDesc>) -> Result<(), ApiError> {
+        let mut blocks = self.0.blocks.write().unwrap_or_else(|e| e.into_inner());
+        let id = desc.id();
+        if !blocks.contains_key(&id) && blocks.len() >= self.0.config.limits.max_blocks {
+            return Err(ApiError::Busy(format!("{} registered blocks", self.0.config.limits.max_blocks)));
+        }
+        blocks.insert(id, desc);
+        Ok(())
+    }
+
+    pub(crate) fn array(&self, hash: &[u8; 32]) -> Option<Arc<[u8]>> {
+        let mut cache = self.0.arrays.lock().unwrap_or_else(|e| e.into_inner());
+        cache.uses += 1;
+        let uses = cache.uses;
+        cache.arrays.get_mut(hash).map(|(data, last)| {
+            *last = uses;
+            data.clone()
+        })
+    }
+
+    pub(crate) fn keep_array(&self, hash: [u8; 32], data: Arc<[u8]>) {
+        let budget = self.0.config.limits.array_cache_bytes;
+        let mut cache = self.0.arrays.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.arrays.contains_key(&hash) {
+            return;
+        }
+        while cache.bytes + data.len() as u64 > budget && !cache.arrays.is_empty() {
+            let oldest = cache.arrays.iter().min_by_key(|(_, (_, last))| *last).map(|(h, _)| *h);
+            if let Some((old, _)) = oldest.and_then(|h| cache.arrays.remove(&h)) {
+                cache.bytes -= old.len() as u64;
+            }
+        }
+        cache.uses += 1;
+        let uses = cache.uses;
+        cache.bytes += data.len() as u64;
+        cache.arrays.insert(hash, (data, uses));
+    }
+
+    pub(crate) fn device(&self, which: Option<&str>) -> Result<(usize, DeviceHandle), ApiError> {
+        let devices = &self.0.devices;
+        let index = match which {
+            None => 0,
+            Some(text) => match text.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => devices
+                    .iter()
+                    .position(|d| d.info().id == text)
+                    .ok_or_else(|| ApiError::UnknownDevice(text.to_owned()))?,
+            },
+        };
+        let device = devices.get(index).ok_or_else(|| ApiError::UnknownDevice(index.to_string()))?;
+        Ok((index, device.clone()))
+    }
+
+    /// Refuses new work while draining or inside the NIMBY hours.
+    pub(crate) fn admit(&self) -> Result<(), ApiError> {
+        if self.0.draining.load(Ordering::SeqCst) {
+            return Err(ApiError::Draining);
+        }
+        if let Some((range, until)) = self.0.config.nimby.inside_now() {
+            let retry_after = (until - chrono::Local::now()).num_seconds().max(1) as u64;
+            return Err(ApiError::DeclinedNimby { range, until: until.format("%H:%M").to_string(), retry_after });
+        }
+        Ok(())
+    }
+
+    /// Refuses a run whose data cannot fit the device's free memory (its total where the
+    /// driver does not tell what is free).
+    pub(crate) async fn admit_memory(&self, device: &DeviceHandle, needed: u64) -> Result<(), ApiError> {
+        let info = device.status().await.map_err(|e| ApiError::DeviceFailed(e.to_string()))?;
+        let room = info.memory_free.or(info.memory_total);
+        match room {
+            Some(free) if needed > free => Err(ApiError::DeclinedMemory { device: info.id, needed, free }),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! xcd, the par daemon: serves this machine's GPUs to programs on other machines over HTTP/2
+//! with TLS. Only wires things together: flags and variables are read here once, everything
+//! else lives in the library crates (xcd-api, xcd-engine).
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret};
+
+/// `XC_PAR_SECRET`: a program must send it to use this daemon.
+const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
+/// `XCD_HOME`: where the key and certificate live (default `~/.xcc/xcd`).
+const XCD_HOME: &str = "XCD_HOME";
+/// Exit code for bad flags or settings (EX_USAGE).
+const EXIT_USAGE: u8 = 64;
+/// Exit code when there is nothing to serve (EX_UNAVAILABLE).
+const EXIT_UNAVAILABLE: u8 = 69;
+
+/// xcd serves this machine's GPUs to par programs on other machines, over HTTP/2 with TLS.
+///
+/// Flags take one dash or two (-port 7227 or --port 7227). Set XC_PAR_SECRET to require a
+/// secret; XCD_HOME (default ~/.xcc/xcd) keeps the TLS key and certificate.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    /// TCP port to listen on (0: any free port; the serving line says which).
+    #[arg(long, default_value_t = 7227)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    listen: IpAddr,
+    /// Pool name programs find this daemon by (XC_PAR_POOL).
+    #[arg(long, value_name = "NAME")]
+    pool: Option<String>,
+    /// Local hours kept for this machine's owner, when no work is taken: 09:00-17:00[,22:00-02:00…].
+    #[arg(long, value_name = "RANGES")]
+    nimby: Option<String>,
+    /// Devices to serve: indexes in `xcrun devices` order, or parts of their names
+    /// (e.g. cuda, 0,1, llvmpipe), comma-separated. Default: every GPU.
+    #[arg(long, value_name = "LIST")]
+    devices: Option<String>,
+    /// Serve plain HTTP/2 (h2c) and HTTP/1.1 without TLS, for a TLS-terminating proxy in front.
+    #[arg(long)]
+    plain: bool,
+    /// Print the certificate's whole SHA-256 fingerprint and exit.
+    #[arg(long)]
+    fingerprint: bool,
+    /// Seconds to let tiles in flight finish after SIGTERM or SIGINT.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    grace: u64,
+    /// Tiles a program should keep in flight per device.
+    #[arg(long, default_value_t = 3)]
+    depth: u32,
+}
+
+/// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
+fn long_flags_with_one_dash(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let command = Cli::command();
+    let longs: Vec<String> = command.get_arguments().filter_map(|a| a.get_long().map(str::to_owned)).collect();
+    args.enumerate()
+        .map(|(i, arg)| {
+            let Some(text) = arg.to_str() else { return arg };
+            let name = text
+                .strip_prefix('-')
+                .filter(|rest| !rest.starts_with('-'))
+                .map(|rest| rest.split('=').next().unwrap_or(rest));
+            match name {
+                Some(name)
+                    if i > 0
+                        && name.len() > 1
+                        && (longs.iter().any(|l| l == name) || name == "help" || name == "version") =>
+                {
+                    OsString::from(format!("-{text}"))
+                }
+                _ => arg,
+            }
+        })
+        .collect()
+}
+
+fn home() -> PathBuf {
+    if let Some(dir) = std::env::var_os(XCD_HOME).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let base =
+        std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from).unwrap_or_default();
+    base.join(".xcc").join("xcd")
+}
+
+/// Keeps the devices `-devices` names, in the order discovered.
+fn select(devices: Vec<xcd_engine::DeviceHandle>, wanted: Option<&str>) -> Vec<xcd_engine::DeviceHandle> {
+    let Some(wanted) = wanted else { return devices };
+    let items: Vec<String> = wanted.split(',').map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty()).collect();
+    devices
+        .into_iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            let id = d.info().id.to_lowercase();
+            items.iter().any(|item| item.parse::<usize>().map_or_else(|_| id.contains(item.as_str()), |n| n == *i))
+        })
+        .map(|(_, d)| d)
+        .collect()
+}
+
+fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("xcd: {message}");
+    ExitCode::from(code)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_from(long_flags_with_one_dash(std::env::args_os()));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,xcd=info,xcd_api=info".into()),
+        )
+        .init();
+
+    let home = home();
+    let identity = match Identity::load_or_create(&home) {
+        Ok(identity) => identity,
+        Err(e) => return fail(EXIT_USAGE, format!("{XCD_HOME} {}: {e}", home.display())),
+    };
+    if cli.fingerprint {
+        println!("{}", identity.fingerprint_hex());
+        return ExitCode::SUCCESS;
+    }
+    let nimby = match cli.nimby.as_deref().map(Nimby::parse).transpose() {
+        Ok(nimby) => nimby.unwrap_or_default(),
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let secret = std::env::var(XC_PAR_SECRET).ok().filter(|s| !s.is_empty()).map(|s| Secret::new(&s));
+    let tls = if cli.plain {
+        None
+    } else {
+        match identity.server_config() {
+            Ok(config) => Some(config),
+            Err(e) => return fail(EXIT_USAGE, e),
+        }
+    };
+
+    let inventory = xcd_engine::discover();
+    let devices = select(inventory.devices, cli.devices.as_deref());
+    if devices.is_empty() {
+        for note in &inventory.notes {
+            eprintln!("xcd: {note}");
+        }
+        let which = cli.devices.as_deref().map(|d| format!(" matching -devices {d}")).unwrap_or_default();
+        return fail(
+            EXIT_UNAVAILABLE,
+            format!("no device{which} to serve; `xcrun devices` lists this machine's devices"),
+        );
+    }
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(1, format!("cannot start: {e}")),
+    };
+    let config = Config { secret, nimby, pool: cli.pool.clone(), limits: Limits::default(), depth: cli.depth };
+    let secret_set = config.secret.is_some();
+    let state = AppState::new(config, devices.clone());
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind((cli.listen, cli.port)).await {
+            Ok(listener) => listener,
+            Err(e) => return fail(1, format!("cannot listen on {}:{}: {e}", cli.listen, cli.port)),
+        };
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(cli.port);
+        let names: Vec<&str> = devices.iter().map(|d| d.info().id.as_str()).collect();
+        let how = if cli.plain {
+            "plain HTTP/2 and HTTP/1.1 without TLS (for a TLS-terminating proxy in front)".to_owned()
+        } else {
+            format!("certificate {}…", &identity.fingerprint_hex()[..8])
+        };
+        println!("xcd: serving {} on port {port}, {how}", names.join(", "));
+        for device in devices.iter().filter(|d| d.info().cpu) {
+            println!("xcd: {} is a CPU device: this machine has no GPU, so its tiles run on the processor", device.info().id);
+        }
+        if identity.created {
+            eprintln!("xcd: made a new certificate under {}", home.display());
+        }
+        if !secret_set {
+            eprintln!(
+                "xcd: warning: {XC_PAR_SECRET} is not set, so this daemon takes any program that has no secret, from any address; set a secret on any network you share"
+            );
+        }
+        xcd_api::serve(listener, tls, state, shutdown_signal(), Duration::from_secs(cli.grace)).await;
+        eprintln!("xcd: stopped");
+        ExitCode::SUCCESS
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+    tracing::info!("stopping: no new work; tiles in flight finish");
+}

@@ -1,0 +1,321 @@
+//! Tile and result frames: the binary format of the tile stream.
+//!
+//! All integers are little-endian. A stream is a sequence of frames, each prefixed by its
+//! length, so a reader needs no other framing and a frame is never larger than the limit its
+//! reader sets ([`FrameSplitter`]).
+//!
+//! A **tile frame** (program → daemon):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 4 | `length`: bytes after this field |
+//! | 1 | `kind`: 1 (tile) |
+//! | 3 | reserved, 0 |
+//! | 4 | `tag`: the program's id for the tile, echoed in its result |
+//! | 4 | `start` |
+//! | 4 | `count` |
+//! | 2 | `params`: number of parameter words |
+//! | 2 | `wholes`: number of whole arrays |
+//! | 4 × params | the parameter words |
+//! | 32 × wholes | the SHA-256 of each whole array, in binding order |
+//! | rest | the tile's slice of each per-item array the kernel reads, in binding order |
+//!
+//! A **result frame** (daemon → program): `length` (4), `kind` (1: 1 = result, 2 = error),
+//! reserved (3), `tag` (4), then for a result the tile's slice of each per-item array the kernel
+//! writes, in binding order, and for an error a JSON problem `{"code", "detail"}`. An error
+//! frame tagged [`STREAM_TAG`] ends the stream (a broken framing, an idle stream, a draining
+//! daemon); one tagged [`UNKNOWN_TAG`] answers a frame too short to carry its tag. Programs
+//! number their tiles below both.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Tile;
+
+/// Frame kind of a tile.
+pub const KIND_TILE: u8 = 1;
+/// Frame kind of a result.
+pub const KIND_RESULT: u8 = 1;
+/// Frame kind of an error for one tile.
+pub const KIND_ERROR: u8 = 2;
+/// The tag of an error frame that ends a stream rather than answering one tile.
+pub const STREAM_TAG: u32 = u32::MAX;
+/// The tag of an error frame answering a frame too short to carry its own tag.
+pub const UNKNOWN_TAG: u32 = u32::MAX - 1;
+/// Bytes of a tile frame before its parameters (length field included).
+pub const TILE_HEADER_BYTES: usize = 24;
+/// Bytes of a result frame before its payload (length field included).
+pub const RESULT_HEADER_BYTES: usize = 12;
+
+/// One tile as it travels to a daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileFrame {
+    /// The program's id for this tile.
+    pub tag: u32,
+    /// Which items.
+    pub tile: Tile,
+    /// Parameter words.
+    pub params: Vec<u32>,
+    /// SHA-256 of each whole array.
+    pub wholes: Vec<[u8; 32]>,
+    /// The per-item input arrays, concatenated in binding order.
+    pub inputs: Vec<u8>,
+}
+
+/// A tile's outcome as it travels back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultFrame {
+    /// The tile ran: its per-item output arrays, concatenated in binding order.
+    Done {
+        /// The tile's tag.
+        tag: u32,
+        /// Output bytes.
+        outputs: Vec<u8>,
+    },
+    /// The tile did not run.
+    Failed {
+        /// The tile's tag.
+        tag: u32,
+        /// Why, as a problem.
+        problem: TileProblem,
+    },
+}
+
+/// Why one tile failed: a stable code and a sentence that says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TileProblem {
+    /// Stable error code, e.g. `bad_frame`.
+    pub code: String,
+    /// What happened and what to do.
+    pub detail: String,
+}
+
+/// Why bytes are not a valid frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The frame ends before its fields do.
+    #[error("frame is truncated: {0}")]
+    Truncated(&'static str),
+    /// The length prefix is over the reader's limit.
+    #[error("frame of {length} bytes is over the limit of {limit} bytes: send smaller tiles")]
+    TooLarge {
+        /// Declared length.
+        length: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A kind this reader does not know.
+    #[error("frame kind {0} is unknown")]
+    Kind(u8),
+    /// Reserved bytes are not zero.
+    #[error("frame's reserved bytes must be zero")]
+    Reserved,
+    /// An error frame whose problem is not JSON.
+    #[error("error frame's problem is not JSON: {0}")]
+    Problem(String),
+}
+
+fn u32_at(bytes: &[u8], at: usize, what: &'static str) -> Result<u32, FrameError> {
+    bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok_or(FrameError::Truncated(what))
+}
+
+fn u16_at(bytes: &[u8], at: usize, what: &'static str) -> Result<u16, FrameError> {
+    bytes.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).ok_or(FrameError::Truncated(what))
+}
+
+impl TileFrame {
+    /// The frame's bytes, length prefix included.
+    pub fn encode(&self) -> Vec<u8> {
+        let body = TILE_HEADER_BYTES - 4 + 4 * self.params.len() + 32 * self.wholes.len() + self.inputs.len();
+        let mut out = Vec::with_capacity(4 + body);
+        out.extend_from_slice(&(body as u32).to_le_bytes());
+        out.extend_from_slice(&[KIND_TILE, 0, 0, 0]);
+        out.extend_from_slice(&self.tag.to_le_bytes());
+        out.extend_from_slice(&self.tile.start.to_le_bytes());
+        out.extend_from_slice(&self.tile.count.to_le_bytes());
+        out.extend_from_slice(&(self.params.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(self.wholes.len() as u16).to_le_bytes());
+        for word in &self.params {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        for hash in &self.wholes {
+            out.extend_from_slice(hash);
+        }
+        out.extend_from_slice(&self.inputs);
+        out
+    }
+
+    /// Reads a tile frame from its body (the bytes after the length prefix).
+    pub fn decode(body: &[u8]) -> Result<TileFrame, FrameError> {
+        let kind = *body.first().ok_or(FrameError::Truncated("kind"))?;
+        if kind != KIND_TILE {
+            return Err(FrameError::Kind(kind));
+        }
+        if body.get(1..4).ok_or(FrameError::Truncated("reserved"))? != [0, 0, 0] {
+            return Err(FrameError::Reserved);
+        }
+        let tag = u32_at(body, 4, "tag")?;
+        let start = u32_at(body, 8, "start")?;
+        let count = u32_at(body, 12, "count")?;
+        let params = usize::from(u16_at(body, 16, "params")?);
+        let wholes = usize::from(u16_at(body, 18, "wholes")?);
+        let mut at = 20;
+        let mut words = Vec::with_capacity(params);
+        for _ in 0..params {
+            words.push(u32_at(body, at, "parameters")?);
+            at += 4;
+        }
+        let mut hashes = Vec::with_capacity(wholes);
+        for _ in 0..wholes {
+            let hash = body.get(at..at + 32).ok_or(FrameError::Truncated("whole array hashes"))?;
+            let mut h = [0u8; 32];
+            h.copy_from_slice(hash);
+            hashes.push(h);
+            at += 32;
+        }
+        Ok(TileFrame { tag, tile: Tile { start, count }, params: words, wholes: hashes, inputs: body[at..].to_vec() })
+    }
+}
+
+impl ResultFrame {
+    /// The tag of the tile this answers.
+    pub fn tag(&self) -> u32 {
+        match self {
+            ResultFrame::Done { tag, .. } | ResultFrame::Failed { tag, .. } => *tag,
+        }
+    }
+
+    /// The frame's bytes, length prefix included.
+    pub fn encode(&self) -> Vec<u8> {
+        let (kind, tag, payload) = match self {
+            ResultFrame::Done { tag, outputs } => (KIND_RESULT, *tag, outputs.clone()),
+            ResultFrame::Failed { tag, problem } => (KIND_ERROR, *tag, serde_json::to_vec(problem).unwrap_or_default()),
+        };
+        let body = RESULT_HEADER_BYTES - 4 + payload.len();
+        let mut out = Vec::with_capacity(4 + body);
+        out.extend_from_slice(&(body as u32).to_le_bytes());
+        out.extend_from_slice(&[kind, 0, 0, 0]);
+        out.extend_from_slice(&tag.to_le_bytes());
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Reads a result frame from its body (the bytes after the length prefix).
+    pub fn decode(body: &[u8]) -> Result<ResultFrame, FrameError> {
+        let kind = *body.first().ok_or(FrameError::Truncated("kind"))?;
+        if body.get(1..4).ok_or(FrameError::Truncated("reserved"))? != [0, 0, 0] {
+            return Err(FrameError::Reserved);
+        }
+        let tag = u32_at(body, 4, "tag")?;
+        let payload = &body[8..];
+        match kind {
+            KIND_RESULT => Ok(ResultFrame::Done { tag, outputs: payload.to_vec() }),
+            KIND_ERROR => {
+                let problem = serde_json::from_slice(payload).map_err(|e| FrameError::Problem(e.to_string()))?;
+                Ok(ResultFrame::Failed { tag, problem })
+            }
+            other => Err(FrameError::Kind(other)),
+        }
+    }
+}
+
+/// Splits a byte stream into frame bodies, refusing any frame over `limit` bytes.
+#[derive(Debug)]
+pub struct FrameSplitter {
+    buffer: Vec<u8>,
+    limit: u64,
+}
+
+impl FrameSplitter {
+    /// A splitter that refuses frames longer than `limit` bytes.
+    pub fn new(limit: u64) -> Self {
+        FrameSplitter { buffer: Vec::new(), limit }
+    }
+
+    /// Adds bytes read from the stream.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next complete frame body, if one is buffered. A frame over the limit is an error as
+    /// soon as its length prefix arrives, before its bytes are buffered.
+    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+        let Some(prefix) = self.buffer.get(..4) else { return Ok(None) };
+        let length = u64::from(u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]));
+        if length > self.limit {
+            return Err(FrameError::TooLarge { length, limit: self.limit });
+        }
+        let end = 4 + length as usize;
+        if self.buffer.len() < end {
+            return Ok(None);
+        }
+        let body = self.buffer[4..end].to_vec();
+        self.buffer.drain(..end);
+        Ok(Some(body))
+    }
+
+    /// True when no partial frame is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile() -> TileFrame {
+        TileFrame {
+            tag: 7,
+            tile: Tile { start: 100, count: 3 },
+            params: vec![1, 2],
+            wholes: vec![[9; 32]],
+            inputs: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_through_a_splitter_in_pieces() {
+        let results = [
+            ResultFrame::Done { tag: 7, outputs: vec![4; 12] },
+            ResultFrame::Failed { tag: 8, problem: TileProblem { code: "bad_frame".into(), detail: "x".into() } },
+        ];
+        let mut stream = tile().encode();
+        for r in &results {
+            stream.extend(r.encode());
+        }
+        let mut splitter = FrameSplitter::new(1 << 20);
+        let mut bodies = Vec::new();
+        for byte in stream.chunks(5) {
+            splitter.push(byte);
+            while let Some(body) = splitter.next_frame().expect("valid frames") {
+                bodies.push(body);
+            }
+        }
+        assert!(splitter.is_empty());
+        assert_eq!(TileFrame::decode(&bodies[0]), Ok(tile()));
+        assert_eq!(ResultFrame::decode(&bodies[1]).as_ref(), Ok(&results[0]));
+        assert_eq!(ResultFrame::decode(&bodies[2]).as_ref(), Ok(&results[1]));
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused_before_buffering() {
+        let mut splitter = FrameSplitter::new(1000);
+        splitter.push(&u32::MAX.to_le_bytes());
+        assert!(matches!(splitter.next_frame(), Err(FrameError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn truncated_and_odd_frames_say_what_is_wrong() {
+        let body = &tile().encode()[4..];
+        for cut in [0, 1, 5, 10, 17, 19, 23, 27, 40] {
+            let e = TileFrame::decode(&body[..cut]).expect_err("truncated");
+            assert!(matches!(e, FrameError::Truncated(_)), "cut {cut}: {e}");
+        }
+        let mut wrong_kind = body.to_vec();
+        wrong_kind[0] = 9;
+        assert_eq!(TileFrame::decode(&wrong_kind), Err(FrameError::Kind(9)));
+        let mut reserved = body.to_vec();
+        reserved[2] = 1;
+        assert_eq!(TileFrame::decode(&reserved), Err(FrameError::Reserved));
+    }
+}
