@@ -1,7 +1,12 @@
 //! The harness for tests that look at the whole repository or start its programs as real
-//! processes. It owns finding the repository and its files; it must not depend on the crates
-//! under test, so it sees them only as a user (or a reviewer) would.
+//! processes: finding the repository and its files, and running a daemon ([`Daemon`]) as a
+//! real process. It must not depend on the crates under test, so it sees them only as a user
+//! (or a reviewer) would: through their binaries, HTTP and files.
 #![forbid(unsafe_code)]
+
+pub mod daemon;
+
+pub use daemon::{Daemon, DaemonBuilder, client, curl};
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,197 @@
+//! A real `xcd` process for tests: started with its own `XCD_HOME`, ready once it prints its
+//! serving line, stopped by signal (or killed when dropped).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+/// How long a daemon may take to print its serving line.
+const READY: Duration = Duration::from_secs(60);
+
+/// Builds a daemon: `Daemon::build(bin).secret("s").nimby("…").start()`.
+#[derive(Debug, Clone)]
+pub struct DaemonBuilder {
+    bin: PathBuf,
+    secret: Option<String>,
+    home: Option<PathBuf>,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+/// A running daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    child: Child,
+    /// The port it listens on (from its serving line).
+    pub port: u16,
+    /// Its stdout lines up to and including the serving line and the lines right after it.
+    pub stdout: Vec<String>,
+    stderr: Arc<Mutex<String>>,
+    /// Its `XCD_HOME` (kept alive while the daemon runs, unless given by the test).
+    pub home: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+    /// True when started with `-plain`.
+    pub plain: bool,
+}
+
+impl Daemon {
+    /// A builder for the daemon binary at `bin`, listening on 127.0.0.1 on a free port.
+    pub fn build(bin: impl AsRef<Path>) -> DaemonBuilder {
+        DaemonBuilder { bin: bin.as_ref().to_owned(), secret: None, home: None, args: Vec::new(), env: Vec::new() }
+    }
+}
+
+impl DaemonBuilder {
+    /// Sets `XC_PAR_SECRET`.
+    pub fn secret(mut self, secret: &str) -> Self {
+        self.secret = Some(secret.to_owned());
+        self
+    }
+
+    /// Uses this `XCD_HOME` (default: a fresh temporary folder).
+    pub fn home(mut self, home: &Path) -> Self {
+        self.home = Some(home.to_owned());
+        self
+    }
+
+    /// Adds command-line arguments.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts the daemon and waits for its serving line.
+    pub fn start(self) -> Daemon {
+        let temp = match &self.home {
+            Some(_) => None,
+            None => Some(tempfile::tempdir().expect("a temporary XCD_HOME")),
+        };
+        let home = self.home.clone().unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_owned()).unwrap_or_default());
+        let mut command = Command::new(&self.bin);
+        command
+            .args(["-port", "0", "-listen", "127.0.0.1"])
+            .args(&self.args)
+            .env("XCD_HOME", &home)
+            .env_remove("XC_PAR_SECRET")
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(secret) = &self.secret {
+            command.env("XC_PAR_SECRET", secret);
+        }
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", self.bin.display()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut stdout = Vec::new();
+        let port = loop {
+            match rx.recv_timeout(READY) {
+                Ok(line) => {
+                    let port = line.strip_prefix("xcd: serving ").and_then(|rest| {
+                        let after = rest.rsplit_once(" on port ")?.1;
+                        after.split(',').next()?.trim().parse::<u16>().ok()
+                    });
+                    stdout.push(line);
+                    if let Some(port) = port {
+                        break port;
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let err = stderr.lock().map(|s| s.clone()).unwrap_or_default();
+                    panic!("xcd printed no serving line: stdout {stdout:?}, stderr {err}");
+                }
+            }
+        };
+        // The lines printed right after the serving line (the CPU-device line).
+        while let Ok(line) = rx.recv_timeout(Duration::from_millis(300)) {
+            stdout.push(line);
+        }
+        let plain = self.args.iter().any(|a| a == "-plain" || a == "--plain");
+        Daemon { child, port, stdout, stderr, home, _temp: temp, plain }
+    }
+}
+
+impl Daemon {
+    /// The URL of `path` on this daemon.
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.plain { "http" } else { "https" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Everything the daemon wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits (up to `within`) for the daemon to exit.
+    pub fn terminate(mut self, within: Duration) -> ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM delivered");
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(std::time::Instant::now() < deadline, "xcd did not exit within {within:?} of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs curl (insecure, since the daemon's certificate is self-signed and pinning is the
+/// program's business) and returns (status line code, body, http version).
+pub fn curl(args: &[&str]) -> std::process::Output {
+    Command::new("curl").arg("-sS").arg("-k").args(args).output().expect("curl runs (install curl)")
+}
+
+/// An HTTP/2 client for tests: TLS without verification, since the daemon's certificate is
+/// self-signed (programs pin it; that is issue 4's business).
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().danger_accept_invalid_certs(true).build().expect("a client")
+}
