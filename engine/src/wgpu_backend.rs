@@ -151,6 +151,18 @@ impl WgpuDevice {
             (FormKind::Spirv, _) => desc.forms.spirv.as_deref(),
             _ => None,
         };
+        if let Some(words) = spirv {
+            // A driver may crash on SPIR-V that is malformed or does not match the pipeline
+            // layout, and a daemon's blocks come from the network: check it first.
+            let bindings: Vec<xcd_forms::Binding> = std::iter::once(xcd_forms::Binding::Uniform)
+                .chain(desc.arrays.iter().map(|a| xcd_forms::Binding::Storage { read_only: a.role.read_only() }))
+                .collect();
+            xcd_forms::check_spirv(words, &desc.entry, WORKGROUP_SIZE, &bindings).map_err(|e| EngineError::Load {
+                device: self.info.id.clone(),
+                block: desc.name.clone(),
+                reason: format!("its SPIR-V form does not fit the block: {e}"),
+            })?;
+        }
         let msl = if form == FormKind::Msl { desc.forms.msl.as_deref() } else { None };
         if self.passthrough && (spirv.is_some() || msl.is_some()) {
             let entry = wgpu::wgt::PassthroughShaderEntryPoint {

@@ -11,8 +11,10 @@
 //! later translation strips the decorations.
 #![forbid(unsafe_code)]
 
+mod check;
 mod spirv;
 
+pub use check::{Binding, check_spirv};
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, no_contraction};
 
 use naga::back::{msl, spv};
