@@ -18,9 +18,20 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
         Err(e) => {
             state.0.metrics.refused(e.code());
             tracing::info!(code = e.code(), path = %request.uri().path(), "refused");
+            drain(request.into_body()).await;
             e.into_response()
         }
     }
+}
+
+/// Most bytes of a refused request's body read (and dropped) before answering.
+const DRAIN_BYTES: usize = 4 << 20;
+
+/// Reads and drops a refused request's body, up to [`DRAIN_BYTES`]. An HTTP/1.1 client sends its
+/// whole body before it reads the answer; answering first and closing the connection under it
+/// leaves the client with a broken connection instead of the refusal.
+pub(crate) async fn drain(body: axum::body::Body) {
+    let _ = axum::body::to_bytes(body, DRAIN_BYTES).await;
 }
 
 fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {

@@ -97,6 +97,29 @@ pub enum ApiError {
     MethodNotAllowed,
 }
 
+/// Every stable code, as `openapi/openapi.yaml` lists them.
+pub const CODES: &[&str] = &[
+    "secret_refused",
+    "secret_not_set",
+    "version_mismatch",
+    "layout_mismatch",
+    "no_form",
+    "load_failed",
+    "declined_nimby",
+    "declined_memory",
+    "draining",
+    "busy",
+    "bad_frame",
+    "too_large",
+    "bad_request",
+    "unknown_block",
+    "unknown_array",
+    "unknown_device",
+    "device_failed",
+    "not_found",
+    "method_not_allowed",
+];
+
 impl ApiError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
@@ -172,5 +195,73 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One refusal of each kind; the match makes a new variant fail to compile here until it is
+    /// listed, and so until its code is in [`CODES`] and the OpenAPI document.
+    fn one_of_each() -> Vec<ApiError> {
+        let all = vec![
+            ApiError::SecretRefused,
+            ApiError::SecretNotSet,
+            ApiError::VersionMismatch { program: "a".into(), daemon: "b".into() },
+            ApiError::LayoutMismatch { program: "a".into(), daemon: "b".into() },
+            ApiError::NoForm("x".into()),
+            ApiError::LoadFailed("x".into()),
+            ApiError::DeclinedNimby { range: "x".into(), until: "y".into(), retry_after: 1 },
+            ApiError::DeclinedMemory { device: "d".into(), needed: 2, free: 1 },
+            ApiError::Draining,
+            ApiError::Busy("x".into()),
+            ApiError::BadFrame("x".into()),
+            ApiError::TooLarge("x".into()),
+            ApiError::BadRequest("x".into()),
+            ApiError::UnknownBlock("x".into()),
+            ApiError::UnknownArray("x".into()),
+            ApiError::UnknownDevice("x".into()),
+            ApiError::DeviceFailed("x".into()),
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+        ];
+        for e in &all {
+            match e {
+                ApiError::SecretRefused
+                | ApiError::SecretNotSet
+                | ApiError::VersionMismatch { .. }
+                | ApiError::LayoutMismatch { .. }
+                | ApiError::NoForm(_)
+                | ApiError::LoadFailed(_)
+                | ApiError::DeclinedNimby { .. }
+                | ApiError::DeclinedMemory { .. }
+                | ApiError::Draining
+                | ApiError::Busy(_)
+                | ApiError::BadFrame(_)
+                | ApiError::TooLarge(_)
+                | ApiError::BadRequest(_)
+                | ApiError::UnknownBlock(_)
+                | ApiError::UnknownArray(_)
+                | ApiError::UnknownDevice(_)
+                | ApiError::DeviceFailed(_)
+                | ApiError::NotFound
+                | ApiError::MethodNotAllowed => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_refusal_has_a_listed_code_and_lowercase_advice() {
+        let all = one_of_each();
+        let codes: Vec<&str> = all.iter().map(ApiError::code).collect();
+        assert_eq!(codes, CODES);
+        for e in all {
+            let p = e.problem();
+            assert_eq!(p.status, e.status().as_u16());
+            assert!(p.detail.chars().next().is_some_and(|c| !c.is_uppercase()), "{}", p.detail);
+            assert!(!p.detail.ends_with('.'), "{}", p.detail);
+        }
     }
 }

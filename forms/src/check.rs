@@ -45,7 +45,10 @@ pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Bindi
     for (_, var) in module.global_variables.iter() {
         let Some(at) = &var.binding else { continue };
         let declared = (at.group == 0).then(|| bindings.get(at.binding as usize)).flatten().ok_or_else(|| {
-            FormsError::Invalid(format!("the form binds group {} binding {}, which the block does not declare", at.group, at.binding))
+            FormsError::Invalid(format!(
+                "the form binds group {} binding {}, which the block does not declare",
+                at.group, at.binding
+            ))
         })?;
         let matches = match (declared, var.space) {
             (Binding::Uniform, AddressSpace::Uniform) => true,
@@ -77,7 +80,8 @@ struct Tile { start: u32, count: u32, first: u32 }
 fn k(@builtin(global_invocation_id) gid: vec3<u32>) { let i = tile.first + gid.x; if (i >= tile.count) { return; } y[i] = x[i]; }
 "#;
 
-    const RIGHT: [Binding; 3] = [Binding::Uniform, Binding::Storage { read_only: true }, Binding::Storage { read_only: false }];
+    const RIGHT: [Binding; 3] =
+        [Binding::Uniform, Binding::Storage { read_only: true }, Binding::Storage { read_only: false }];
 
     #[test]
     fn made_forms_pass() {
@@ -88,7 +92,8 @@ fn k(@builtin(global_invocation_id) gid: vec3<u32>) { let i = tile.first + gid.x
     #[test]
     fn wrong_bindings_entry_and_garbage_are_refused() {
         let forms = crate::make_forms(KERNEL, "k").expect("forms");
-        let writable_input = [Binding::Uniform, Binding::Storage { read_only: false }, Binding::Storage { read_only: false }];
+        let writable_input =
+            [Binding::Uniform, Binding::Storage { read_only: false }, Binding::Storage { read_only: false }];
         assert!(check_spirv(&forms.spirv, "k", 64, &writable_input).is_err());
         assert!(check_spirv(&forms.spirv, "k", 64, &RIGHT[..2]).is_err(), "an undeclared binding");
         assert!(check_spirv(&forms.spirv, "main", 64, &RIGHT).is_err());

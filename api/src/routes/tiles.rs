@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
@@ -135,6 +135,10 @@ async fn run(state: &AppState, device: &DeviceHandle, job: TileJob) -> Result<Ve
     Ok(bytes)
 }
 
+fn query_error(e: QueryRejection) -> ApiError {
+    ApiError::BadRequest(format!("{}; see openapi/openapi.yaml for this endpoint's query", e.body_text()))
+}
+
 fn problem_frame(tag: u32, error: &ApiError) -> Bytes {
     let problem = TileProblem { code: error.code().to_owned(), detail: error.to_string() };
     Bytes::from(ResultFrame::Failed { tag, problem }.encode())
@@ -144,18 +148,28 @@ fn problem_frame(tag: u32, error: &ApiError) -> Bytes {
 pub(crate) async fn stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    query: Result<Query<StreamQuery>, QueryRejection>,
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let run_items =
-        match headers.get(RUN_ITEMS_HEADER) {
+    let opened = async {
+        let Query(query) = query.map_err(query_error)?;
+        let run_items = match headers.get(RUN_ITEMS_HEADER) {
             None => None,
             Some(v) => Some(v.to_str().ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
                 ApiError::BadRequest(format!("{RUN_ITEMS_HEADER} must be the run's number of items"))
             })?),
         };
-    let (desc, block, device) = open(&state, &id, query.device.as_deref(), run_items).await?;
+        open(&state, &id, query.device.as_deref(), run_items).await
+    }
+    .await;
+    let (desc, block, device) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            crate::guard::drain(request).await;
+            return Err(e);
+        }
+    };
     let limit = state.0.config.limits.max_streams;
     if state.0.streams.fetch_add(1, Ordering::SeqCst) >= limit {
         state.0.streams.fetch_sub(1, Ordering::SeqCst);
@@ -279,9 +293,10 @@ pub(crate) struct OneQuery {
 pub(crate) async fn one(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<OneQuery>,
+    query: Result<Query<OneQuery>, QueryRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(query_error)?;
     let inputs = body(bytes, state.0.config.limits.max_frame_bytes, "the tile")?;
     let (desc, block, device) = open(&state, &id, query.device.as_deref(), None).await?;
     let texts: Vec<&str> = query
