@@ -53,7 +53,7 @@ pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Bindi
         let matches = match (declared, var.space) {
             (Binding::Uniform, AddressSpace::Uniform) => true,
             (Binding::Storage { read_only }, AddressSpace::Storage { access }) => {
-                *read_only == !access.contains(StorageAccess::STORE)
+                *read_only != access.contains(StorageAccess::STORE)
             }
             _ => false,
         };
