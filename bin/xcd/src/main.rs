@@ -56,6 +56,9 @@ struct Cli {
     /// Tiles a program should keep in flight per device.
     #[arg(long, default_value_t = 3)]
     depth: u32,
+    /// Tile streams open at once; past it a new stream is refused as busy.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    max_streams: u64,
 }
 
 /// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
@@ -163,7 +166,8 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(1, format!("cannot start: {e}")),
     };
-    let config = Config { secret, nimby, pool: cli.pool.clone(), limits: Limits::default(), depth: cli.depth };
+    let limits = Limits { max_streams: cli.max_streams, ..Limits::default() };
+    let config = Config { secret, nimby, pool: cli.pool.clone(), limits, depth: cli.depth };
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
     runtime.block_on(async move {

@@ -369,3 +369,32 @@ async fn whole_arrays_are_uploaded_once_and_checked() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streams_past_the_limit_are_busy_and_the_others_carry_on() {
+    let daemon = xcd().secret(SECRET).args(&["-max-streams", "2"]).start();
+    let id = register(&daemon, "escape").await;
+    let url = daemon.url(&format!("/v1/blocks/{id}/tiles"));
+    let client = xcd_e2e::client();
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let (tx, body) = channel_body();
+        let response = client.post(&url).header("authorization", auth()).body(body).send().await.expect("opens");
+        assert_eq!(response.status(), 200);
+        open.push((tx, Results::new(response)));
+    }
+    let (status, p, _) = problem(client.post(&url).header("authorization", auth()).send().await.expect("sent")).await;
+    assert_eq!((status, p.code.as_str()), (503, "busy"));
+    for (i, (tx, results)) in open.iter_mut().enumerate() {
+        tx.send(Ok(escape_frame(i as u32, 0, 64, 8, 8, 50))).await.expect("sent");
+        assert!(matches!(results.next().await, Some(ResultFrame::Done { .. })), "stream {i} still works");
+    }
+    // Once one closes, a new one is taken.
+    let (tx, mut results) = open.pop().expect("a stream");
+    drop(tx);
+    assert_eq!(results.next().await, None);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_tx, body) = channel_body();
+    let response = client.post(&url).header("authorization", auth()).body(body).send().await.expect("opens");
+    assert_eq!(response.status(), 200);
+}

@@ -1,0 +1,47 @@
+//! The README's curl commands run verbatim against a live daemon (only the binaries' folder and
+//! the port are put in), and print the first 8 pixels' counts.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+#[test]
+fn readme_curl_commands_work() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+        .expect("README");
+    let section = readme
+        .split("<!-- readme-curl:begin -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- readme-curl:end -->").next())
+        .expect("the marked curl section");
+    let script = section.trim().trim_start_matches("```sh").trim_end_matches("```");
+    let bins = std::path::Path::new(env!("CARGO_BIN_EXE_xcd")).parent().expect("the binaries' folder").to_owned();
+    assert!(
+        bins.join("xcrun").exists(),
+        "xcrun is not built beside xcd: run `cargo build --workspace --bins` (scripts/test does)"
+    );
+    let daemon = xcd().secret(SECRET).start();
+    let script =
+        script.replace("target/release/", &format!("{}/", bins.display())).replace("7227", &daemon.port.to_string());
+    let dir = tempfile::tempdir().expect("dir");
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // od's lines: every token a number.
+    let counts: Vec<u32> = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty() && l.split_whitespace().all(|t| t.parse::<u32>().is_ok()))
+        .flat_map(|l| l.split_whitespace().map(|t| t.parse::<u32>().unwrap_or(u32::MAX)).collect::<Vec<_>>())
+        .collect();
+    let want: Vec<u32> = (8_808_090..8_808_098).map(|i| xcd_kernels::escape_pixel(i, 4096, 4096, 2000)).collect();
+    assert_eq!(want, [2000, 2000, 337, 463, 179, 89, 44, 42], "the README quotes these counts");
+    assert_eq!(counts, want, "{stdout}");
+    assert!(stdout.contains("\"devices\""), "the devices query printed: {stdout}");
+}
