@@ -64,27 +64,8 @@ async fn open(
     Ok((desc, block, handle))
 }
 
-/// Turns a decoded frame into a device job, checking it against the block.
+/// Turns a decoded frame into a device job, checked against the block as the engine checks it.
 fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> Result<TileJob, ApiError> {
-    let bad = |m: String| Err(ApiError::BadFrame(m));
-    if frame.tile.count == 0 {
-        return bad("a tile must hold at least one item".into());
-    }
-    if frame.tile.end() > u64::from(u32::MAX) + 1 {
-        return bad(format!("tile {}+{} runs past item 2^32 - 1", frame.tile.start, frame.tile.count));
-    }
-    if frame.params.len() != desc.params.len() {
-        return bad(format!(
-            "block {} takes {} parameters, the tile carries {}",
-            desc.name,
-            desc.params.len(),
-            frame.params.len()
-        ));
-    }
-    let wholes = desc.whole_arrays().count();
-    if frame.wholes.len() != wholes {
-        return bad(format!("block {} binds {wholes} whole arrays, the tile names {}", desc.name, frame.wholes.len()));
-    }
     let count = u64::from(frame.tile.count);
     let out_bytes: u64 = desc.tile_outputs().map(|i| count * u64::from(desc.arrays[i].elem_size)).sum();
     let limit = state.0.config.limits.max_frame_bytes;
@@ -93,29 +74,31 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
             "a tile of {count} items returns {out_bytes} bytes, over this daemon's limit of {limit}: send smaller tiles"
         )));
     }
-    let sizes: Vec<usize> =
-        desc.tile_inputs().map(|i| (count * u64::from(desc.arrays[i].elem_size)) as usize).collect();
-    let want: usize = sizes.iter().sum();
-    if frame.inputs.len() != want {
-        return bad(format!(
+    // The frame carries the per-item inputs as one run of bytes; split it where the block says.
+    let sizes: Vec<u64> = desc.tile_inputs().map(|i| count * u64::from(desc.arrays[i].elem_size)).collect();
+    let want: u64 = sizes.iter().sum();
+    if frame.inputs.len() as u64 != want {
+        return Err(ApiError::BadFrame(format!(
             "a tile of {count} items of block {} needs {want} bytes of per-item inputs, the frame carries {}",
             desc.name,
             frame.inputs.len()
-        ));
-    }
-    let mut whole = Vec::with_capacity(wholes);
-    for hash in &frame.wholes {
-        let data = state.array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
-        whole.push(WholeArray { hash: *hash, data });
+        )));
     }
     let mut inputs = Vec::with_capacity(sizes.len());
     let mut at = 0;
     for size in sizes {
-        inputs.push(frame.inputs[at..at + size].to_vec());
-        at += size;
+        inputs.push(frame.inputs[at..at + size as usize].to_vec());
+        at += size as usize;
     }
-    state.0.metrics.bytes_in.inc_by(want as u64);
-    Ok(TileJob { block, tile: frame.tile, params: frame.params, inputs, whole })
+    let mut whole = Vec::with_capacity(frame.wholes.len());
+    for hash in &frame.wholes {
+        let data = state.array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
+        whole.push(WholeArray { hash: *hash, data });
+    }
+    let job = TileJob { block, tile: frame.tile, params: frame.params, inputs, whole };
+    job.check(desc).map_err(engine_error)?;
+    state.0.metrics.bytes_in.inc_by(want);
+    Ok(job)
 }
 
 /// Runs one job on a device, counting it.
