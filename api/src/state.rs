@@ -58,6 +58,8 @@ pub struct Limits {
     pub stream_idle: Duration,
     /// Time for a TLS handshake.
     pub handshake: Duration,
+    /// Time to receive a whole block, array or single-tile body.
+    pub body: Duration,
 }
 
 impl Default for Limits {
@@ -72,6 +74,7 @@ impl Default for Limits {
             max_connections: 4096,
             stream_idle: Duration::from_secs(60),
             handshake: Duration::from_secs(10),
+            body: Duration::from_secs(60),
         }
     }
 }

@@ -4,10 +4,13 @@ pub(crate) mod blocks;
 pub(crate) mod info;
 pub(crate) mod tiles;
 
+use std::convert::Infallible;
+
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::guard::guard;
 use crate::problem::ApiError;
@@ -30,16 +33,31 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// The daemon's router: every endpoint, behind the secret and version checks (but `/healthz`).
 pub fn router(state: AppState) -> Router {
     let limits = &state.0.config.limits;
+    // A client that stalls while sending a body gets a refusal instead of holding on.
+    let slow = || RequestBodyTimeoutLayer::new(limits.body);
     let guarded = Router::new()
         .route("/v1/version", get(info::version))
         .route("/v1/devices", get(info::devices))
         .route("/v1/capacity", get(info::capacity))
-        .route("/v1/blocks", post(blocks::register).layer(DefaultBodyLimit::max(limits.max_block_bytes)))
+        .route(
+            "/v1/blocks",
+            post(blocks::register)
+                .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_block_bytes))
+                .layer::<_, Infallible>(slow()),
+        )
         .route("/v1/blocks/{id}/tiles", post(tiles::stream))
-        .route("/v1/blocks/{id}/tile", post(tiles::one).layer(DefaultBodyLimit::max(limits.max_frame_bytes as usize)))
+        .route(
+            "/v1/blocks/{id}/tile",
+            post(tiles::one)
+                .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_frame_bytes as usize))
+                .layer::<_, Infallible>(slow()),
+        )
         .route(
             "/v1/arrays/{hash}",
-            get(blocks::get_array).put(blocks::put_array).layer(DefaultBodyLimit::max(limits.max_array_bytes)),
+            get(blocks::get_array)
+                .put(blocks::put_array)
+                .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_array_bytes))
+                .layer::<_, Infallible>(slow()),
         )
         .route("/metrics", get(info::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard));
