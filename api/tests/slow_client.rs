@@ -27,7 +27,9 @@ async fn a_stalled_upload_is_refused_in_time() {
     // The start of a block description, then nothing.
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
     tx.send(Ok(b"{\"name\": \"stalled\", ".to_vec())).await.expect("sent");
-    let body = reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }));
+    let body = reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (b, rx))
+    }));
     let started = Instant::now();
     let request = xcd_e2e::client().post(format!("https://127.0.0.1:{port}/v1/blocks")).body(body).send();
     let response = tokio::time::timeout(Duration::from_secs(15), request)

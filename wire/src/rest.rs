@@ -53,6 +53,9 @@ pub struct Capacity {
     pub max_frame_bytes: u64,
     /// Each device's free memory in bytes, where the driver tells, in device order.
     pub memory_free: Vec<Option<u64>>,
+    /// Each device's memory in bytes, where the driver tells: what a run is measured against
+    /// when free memory is unknown.
+    pub memory_total: Vec<Option<u64>>,
 }
 
 /// `POST /v1/blocks` answer.

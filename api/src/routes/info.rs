@@ -51,9 +51,11 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
         }
         Err(other) => (false, Some(other.code().to_owned()), None),
     };
-    let mut memory_free = Vec::new();
+    let (mut memory_free, mut memory_total) = (Vec::new(), Vec::new());
     for device in &state.0.devices {
-        memory_free.push(device.status().await.ok().and_then(|i| i.memory_free));
+        let info = device.status().await.unwrap_or_else(|_| device.info().clone());
+        memory_free.push(info.memory_free);
+        memory_total.push(info.memory_total);
     }
     Json(Capacity {
         accepting,
@@ -63,6 +65,7 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
         depth: state.depth(),
         max_frame_bytes: state.0.config.limits.max_frame_bytes,
         memory_free,
+        memory_total,
     })
 }
 

@@ -108,9 +108,12 @@ async fn every_refusal_has_its_code_and_says_what_to_do() {
     let (status, p, _) = problem(response).await;
     assert_eq!((status, p.code.as_str()), (503, "declined_memory"));
 
-    // The daemon still serves.
-    let ok = get("/v1/capacity").header("authorization", auth()).send().await.expect("sent");
-    assert_eq!(ok.status(), 200);
+    // The daemon still serves, and capacity shows what a run is measured against.
+    let capacity: xcd_wire::rest::Capacity =
+        get("/v1/capacity").header("authorization", auth()).send().await.expect("sent").json().await.expect("capacity");
+    assert!(capacity.accepting);
+    assert_eq!(capacity.memory_total.len(), 1);
+    assert!(capacity.memory_total[0].or(capacity.memory_free[0]).is_some(), "{capacity:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
