@@ -1,20 +1,27 @@
-//! The program side of xcd: runs par blocks across this machine's CPU and GPUs.
+//! The program side of xcd: runs par blocks across this machine's CPU and GPUs and the GPUs of
+//! daemons on other machines.
 //!
-//! Owns the workers (CPU and local GPU), the dynamic tile scheduler, the settings a program reads
-//! from its environment (`XC_PAR_WORKERS`, `XC_PAR_REPORT`, …) and the `par:` report. It drives
-//! devices only through the engine's handles and must not touch a GPU API itself.
+//! Owns the workers (CPU, local GPU, remote), the dynamic tile scheduler, the settings a program
+//! reads from its environment (`XC_PAR_WORKERS`, `XC_PAR_REMOTE`, `XC_PAR_SECRET`,
+//! `XC_PAR_REPORT`, …), certificate pins, and the `par:` report. It drives local devices only
+//! through the engine's handles and daemons only through their HTTP/2 API; it must not touch a
+//! GPU API itself.
 //!
 //! Layout:
 //! - [`block`]: [`Block`] (description + CPU form) and [`CpuTile`];
 //! - [`args`]: [`Args`], a run's parameters and arrays;
 //! - [`worker`]: the CPU worker and the GPU worker;
 //! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
+//! - [`remote`]: remote workers, the devices of daemons in `XC_PAR_REMOTE`, pinned;
+//! - [`home`]: the settings file under `XCC_HOME` (pins);
 //! - [`settings`]: [`Settings`] from the environment;
 //! - [`report`]: [`RunReport`] and the `par:` lines.
 #![forbid(unsafe_code)]
 
 pub mod args;
 pub mod block;
+pub mod home;
+pub mod remote;
 pub mod report;
 pub mod schedule;
 pub mod settings;
@@ -68,6 +75,8 @@ pub enum RunError {
 pub struct Par {
     settings: Settings,
     workers: Vec<Box<dyn Worker + Send>>,
+    /// Runs the remote workers' connections; present when daemons are named.
+    _runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Par {
@@ -106,6 +115,27 @@ impl Par {
             }
         }
         lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
+        let mut runtime = None;
+        let mut remote_errors = Vec::new();
+        if settings.wants_remote() {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("xc-remote")
+                .enable_all()
+                .build()
+                .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
+            let home = home::Home::from_env(settings.home.clone());
+            let (remotes, errors) = remote::connect_all(&rt, &settings.remote, &home, settings.secret.as_deref());
+            for worker in remotes {
+                names.push(worker.name().to_owned());
+                if settings.allows_remote(worker.name()) {
+                    lines.push(worker.describe());
+                    workers.push(Box::new(worker));
+                }
+            }
+            remote_errors = errors;
+            runtime = Some(rt);
+        }
         for choice in &settings.workers {
             match choice {
                 WorkerChoice::Named(name) if !names.contains(name) => {
@@ -117,7 +147,16 @@ impl Par {
                 _ => {}
             }
         }
+        // Always said, report or not: a daemon the program was told to use and cannot.
+        for error in &remote_errors {
+            let elsewhere = if workers.is_empty() { "" } else { "; its share runs on the other workers" };
+            eprintln!("par: {error}{elsewhere}");
+        }
         if workers.is_empty() {
+            if !remote_errors.is_empty() {
+                let reasons: Vec<String> = remote_errors.iter().map(ToString::to_string).collect();
+                return Err(RunError::NoWorkers(reasons.join("; ")));
+            }
             return Err(RunError::NoWorkers(format!(
                 "XC_PAR_WORKERS allows none of this machine's workers ({})",
                 names.join(", ")
@@ -128,7 +167,7 @@ impl Par {
                 eprintln!("{line}");
             }
         }
-        Ok(Par { settings, workers })
+        Ok(Par { settings, workers, _runtime: runtime })
     }
 
     /// The names of the workers that may run tiles.
@@ -163,6 +202,7 @@ impl Par {
         let ctx = RunCtx {
             block: block.clone(),
             id: block.desc.id(),
+            items: n,
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
         };

@@ -5,7 +5,9 @@
 //! place with no copy back. A worker that fails gives its tile back untouched and stops; the
 //! tile then runs on another worker. Tile sizes follow each worker's measured rate (aiming at
 //! [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most half of its
-//! fair share of what remains, so all workers finish close together.
+//! fair share of what remains, so all workers finish close together. A worker runs as many
+//! threads as it has lanes (a remote worker: its daemon's depth, so that many tiles are in
+//! flight), all sharing the worker's statistics.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -160,7 +162,9 @@ pub(crate) fn run<'a>(
     let done = AtomicU64::new(0);
 
     std::thread::scope(|scope| {
-        for (w, worker) in workers.iter().enumerate() {
+        let lanes =
+            workers.iter().enumerate().flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |_| (w, worker)));
+        for (w, worker) in lanes {
             let (pool, changed, done, elem) = (&pool, &changed, &done, &elem);
             scope.spawn(move || {
                 if let Err(e) = worker.prepare(ctx) {
@@ -223,7 +227,10 @@ fn lock<'m, 'a>(pool: &'m Mutex<Pool<'a>>) -> std::sync::MutexGuard<'m, Pool<'a>
 fn fail<'a>(pool: &Mutex<Pool<'a>>, changed: &Condvar, w: usize, error: WorkerError, tile: Option<TileSlices<'a>>) {
     let mut p = lock(pool);
     tracing::warn!(worker = %p.stats[w].name, "worker stopped: {error}");
-    p.stats[w].failure = Some(error.to_string());
+    // The first lane to fail says why; the others fail for the same reason.
+    if p.stats[w].failure.is_none() {
+        p.stats[w].failure = Some(error.to_string());
+    }
     if let Some(tile) = tile {
         p.in_flight -= 1;
         p.returned.push(tile);
@@ -266,7 +273,13 @@ mod tests {
             forms: Forms { wgsl: Some(String::new()), ..Forms::default() },
         };
         let id = desc.id();
-        RunCtx { block: Block { desc: Arc::new(desc), cpu: square_plus }, id, params: vec![7], whole: Vec::new() }
+        RunCtx {
+            block: Block { desc: Arc::new(desc), cpu: square_plus },
+            id,
+            items: 0,
+            params: vec![7],
+            whole: Vec::new(),
+        }
     }
 
     /// Runs tiles on the CPU until its `fail_at`-th tile, which it refuses.
@@ -349,6 +362,45 @@ mod tests {
         let (y, result) = run_with(&[&big, &small], 50_000, Some(40_000));
         result.expect("the limited worker finishes");
         assert_eq!(y, expected(50_000));
+    }
+
+    /// Counts how many of its tiles run at once.
+    struct Laned {
+        cpu: CpuWorker,
+        lanes: usize,
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Worker for Laned {
+        fn name(&self) -> &str {
+            "laned"
+        }
+        fn lanes(&self) -> usize {
+            self.lanes
+        }
+        fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
+            Ok(())
+        }
+        fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+            let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let result = self.cpu.run_tile(ctx, tile);
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            result
+        }
+    }
+
+    #[test]
+    fn a_worker_with_lanes_keeps_that_many_tiles_in_flight() {
+        let laned = Laned { cpu: cpu(), lanes: 3, now: AtomicUsize::new(0), most: AtomicUsize::new(0) };
+        let (y, result) = run_with(&[&laned], 30_000, Some(1_000));
+        let stats = result.expect("completes");
+        assert_eq!(y, expected(30_000));
+        assert_eq!(stats.len(), 1, "lanes share one worker's statistics");
+        assert_eq!(stats[0].tiles, 30);
+        assert_eq!(laned.most.load(Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -11,6 +11,12 @@ use crate::RunError;
 pub const XC_PAR_WORKERS: &str = "XC_PAR_WORKERS";
 /// `XC_PAR_REPORT`: `1` prints what each run did on standard error.
 pub const XC_PAR_REPORT: &str = "XC_PAR_REPORT";
+/// `XC_PAR_REMOTE`: daemons to send tiles to, `host:port,…`.
+pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
+/// `XC_PAR_SECRET`: the secret the daemons require.
+pub const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
+/// `XCC_HOME`: where settings and pins live (default `~/.xcc`).
+pub const XCC_HOME: &str = "XCC_HOME";
 
 /// Where settings come from.
 pub trait Env {
@@ -55,6 +61,12 @@ pub struct Settings {
     pub workers: Vec<WorkerChoice>,
     /// Print a report of each run.
     pub report: bool,
+    /// Daemons named in `XC_PAR_REMOTE`, as `host:port`.
+    pub remote: Vec<String>,
+    /// `XC_PAR_SECRET`, if set.
+    pub secret: Option<String>,
+    /// `XCC_HOME`, if set.
+    pub home: Option<String>,
 }
 
 impl Settings {
@@ -89,12 +101,43 @@ impl Settings {
                 other => return Err(RunError::Settings(format!("{XC_PAR_REPORT}={other}: use 1 to report, 0 not to"))),
             };
         }
+        if let Some(value) = env.var(XC_PAR_REMOTE) {
+            settings.remote = value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            if settings.remote.iter().any(|r| r == "mdns") {
+                return Err(RunError::Settings(format!(
+                    "{XC_PAR_REMOTE}=mdns: finding daemons by multicast DNS is not in this build yet; name them as host:port"
+                )));
+            }
+        }
+        settings.secret = env.var(XC_PAR_SECRET).filter(|s| !s.is_empty());
+        settings.home = env.var(XCC_HOME);
         Ok(settings)
     }
 
     /// Whether the CPU worker may run tiles.
     pub fn allows_cpu(&self) -> bool {
         self.workers.is_empty() || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu))
+    }
+
+    /// Whether the remote worker of this name may run tiles.
+    pub fn allows_remote(&self, name: &str) -> bool {
+        self.workers.is_empty()
+            || self.workers.iter().any(|w| match w {
+                WorkerChoice::Remote => true,
+                WorkerChoice::Named(n) => n == name,
+                _ => false,
+            })
+    }
+
+    /// Whether any remote worker may run tiles.
+    pub fn wants_remote(&self) -> bool {
+        !self.remote.is_empty()
+            && (self.workers.is_empty()
+                || self.workers.iter().any(|w| match w {
+                    WorkerChoice::Remote => true,
+                    WorkerChoice::Named(n) => n.starts_with("remote:"),
+                    _ => false,
+                }))
     }
 
     /// Whether the local GPU worker of this name may run tiles.

@@ -16,6 +16,8 @@ pub(crate) struct RunCtx {
     pub(crate) block: Block,
     /// The block's content address, computed once per run.
     pub(crate) id: xcd_wire::BlockId,
+    /// Items in the run.
+    pub(crate) items: u32,
     pub(crate) params: Vec<u32>,
     /// Whole arrays in binding order, hashed once per run.
     pub(crate) whole: Vec<WholeArray>,
@@ -77,6 +79,9 @@ pub enum WorkerError {
     /// The device failed or refused.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A daemon refused, declined or broke off.
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
     /// The device returned results of the wrong size.
     #[error("{0} returned {1} bytes where {2} were expected")]
     ShortResult(String, usize, usize),
@@ -86,6 +91,10 @@ pub enum WorkerError {
 pub(crate) trait Worker: Sync {
     /// The name reports use: `cpu`, `gpu:<device id>`.
     fn name(&self) -> &str;
+    /// Tiles this worker runs at once, each on its own thread (a remote worker's depth).
+    fn lanes(&self) -> usize {
+        1
+    }
     /// Most items one tile of this block may hold on this worker.
     fn max_tile(&self, _ctx: &RunCtx) -> u32 {
         u32::MAX

@@ -1,0 +1,197 @@
+//! escape against real daemons on loopback (llvmpipe): the tutorial's step 4. One total whether
+//! tiles run remotely, locally or both; pins kept and checked; refusals and failures fall back to
+//! local devices with the same answer and say why in the tutorial's words.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use xcd_e2e::{Daemon, DaemonBuilder};
+
+const SECRET: &str = "correct-horse-battery";
+const SIZE: [&str; 6] = ["--width", "1024", "--height", "1024", "--max-iter", "500"];
+
+fn xcd() -> DaemonBuilder {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
+    assert!(bin.exists(), "xcd is not built beside escape: run `cargo build --workspace --bins` (scripts/test does)");
+    Daemon::build(bin)
+}
+
+struct Run {
+    total: Option<u64>,
+    stderr: String,
+    ok: bool,
+}
+
+fn escape(home: &std::path::Path, env: &[(&str, &str)], size: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_escape"));
+    command.args(size).env("XCC_HOME", home).env("XC_PAR_REPORT", "1").env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    command.env_remove("XC_PAR_SECRET").env_remove("XC_PAR_REMOTE").env_remove("XC_PAR_WORKERS");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out: Output = command.output().expect("escape runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Run {
+        total: stdout.lines().last().and_then(|l| l.trim().parse().ok()),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        ok: out.status.success(),
+    }
+}
+
+fn cpu_total(home: &std::path::Path, size: &[&str]) -> u64 {
+    let run = escape(home, &[("XC_PAR_WORKERS", "cpu")], size);
+    run.total.expect("the CPU total")
+}
+
+#[test]
+fn remote_local_and_both_give_one_total_and_the_pin_is_kept() {
+    let daemon = xcd().secret(SECRET).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let want = cpu_total(home.path(), &SIZE);
+    for workers in ["remote", "local", "local,remote"] {
+        let run = escape(
+            home.path(),
+            &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", workers)],
+            &SIZE,
+        );
+        assert!(run.ok, "XC_PAR_WORKERS={workers}: {}", run.stderr);
+        assert_eq!(run.total, Some(want), "XC_PAR_WORKERS={workers}: {}", run.stderr);
+        if workers.contains("remote") {
+            assert!(run.stderr.contains("par: remote worker remote:localhost:vulkan:"), "{}", run.stderr);
+            assert!(run.stderr.contains("depth 3"), "{}", run.stderr);
+            assert!(run.stderr.contains("across") && run.stderr.contains("remote:localhost:vulkan:"), "{}", run.stderr);
+        }
+    }
+    let settings = std::fs::read_to_string(home.path().join("settings.toml")).expect("a settings file");
+    assert!(settings.contains(&format!("\"tls.pin.localhost:{}\"", daemon.port)), "{settings}");
+}
+
+#[test]
+fn a_changed_certificate_is_refused_and_the_pin_named() {
+    let daemon = xcd().secret(SECRET).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let key = format!("tls.pin.localhost:{}", daemon.port);
+    std::fs::write(home.path().join("settings.toml"), format!("\"{key}\" = \"{}\"\n", "00".repeat(32)))
+        .expect("a stale pin");
+    let remote = format!("localhost:{}", daemon.port);
+    let env = [("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", remote.as_str()), ("XC_PAR_WORKERS", "remote")];
+    let run = escape(home.path(), &env, &SIZE);
+    assert!(!run.ok, "nothing to fall back to");
+    assert!(run.stderr.contains("the certificate changed"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&key) && run.stderr.contains("settings.toml"),
+        "names the key and file: {}",
+        run.stderr
+    );
+    let run = escape(home.path(), &env[..2], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+}
+
+#[test]
+fn a_wrong_secret_falls_back_to_local_devices() {
+    let daemon = xcd().secret(SECRET).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let run = escape(home.path(), &[("XC_PAR_SECRET", "wrong"), ("XC_PAR_REMOTE", &remote)], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stderr.contains("the daemon refused the secret"), "{}", run.stderr);
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+    let run = escape(home.path(), &[("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", "remote")], &SIZE);
+    assert!(!run.ok);
+    assert!(run.stderr.contains("the daemon refused the secret"), "no secret sent: {}", run.stderr);
+}
+
+#[test]
+fn a_program_with_a_secret_sends_nothing_to_an_unprotected_daemon() {
+    let daemon = xcd().start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let run = escape(
+        home.path(),
+        &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", "remote")],
+        &SIZE,
+    );
+    assert!(!run.ok);
+    assert!(run.stderr.contains("has no secret"), "{}", run.stderr);
+}
+
+#[test]
+fn an_unreachable_daemon_is_said_and_the_run_completes() {
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
+    let remote = format!("127.0.0.1:{free}");
+    let run = escape(home.path(), &[("XC_PAR_REMOTE", &remote)], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("cannot connect to {remote}")), "{}", run.stderr);
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+}
+
+#[test]
+fn a_daemon_in_its_nimby_hours_leaves_the_block_to_local_devices() {
+    let out = Command::new("date").arg("+%H:%M").output().expect("date");
+    let now = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let (h, m) = now.split_once(':').expect("HH:MM");
+    let minutes = h.parse::<u32>().expect("hour") * 60 + m.parse::<u32>().expect("minute");
+    let fmt = |t: u32| format!("{:02}:{:02}", (t / 60) % 24, t % 60);
+    let range = format!("{}-{}", fmt(minutes + 24 * 60 - 5), fmt(minutes + 10));
+    let daemon = xcd().secret(SECRET).args(&["-nimby", &range]).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let run = escape(home.path(), &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote)], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stderr.contains("declined") && run.stderr.contains("nimby"), "{}", run.stderr);
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+}
+
+#[test]
+fn two_daemons_share_a_block() {
+    let (a, b) = (xcd().secret(SECRET).start(), xcd().secret(SECRET).start());
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{},localhost:{}", a.port, b.port);
+    let run = escape(
+        home.path(),
+        &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", "remote")],
+        &SIZE,
+    );
+    assert!(run.ok, "{}", run.stderr);
+    for port in [a.port, b.port] {
+        assert!(run.stderr.contains(&format!("par: remote worker remote:localhost:{port}:vulkan:")), "{}", run.stderr);
+    }
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+}
+
+#[test]
+fn a_daemon_killed_mid_run_leaves_the_same_total() {
+    let daemon = xcd().secret(SECRET).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let size = ["--width", "1024", "--height", "1024", "--max-iter", "3000"];
+    let want = cpu_total(home.path(), &size);
+    let remote = format!("localhost:{}", daemon.port);
+    let child = Command::new(env!("CARGO_BIN_EXE_escape"))
+        .args(size)
+        .env("XCC_HOME", home.path())
+        .env("XC_PAR_REPORT", "1")
+        .env("XC_PAR_SECRET", SECRET)
+        .env("XC_PAR_REMOTE", &remote)
+        .env("XC_PAR_WORKERS", "cpu,remote")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("escape starts");
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = nix::unistd::Pid::from_raw(daemon.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("killed");
+    let out = child.wait_with_output().expect("escape ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let total: Option<u64> = String::from_utf8_lossy(&out.stdout).lines().last().and_then(|l| l.trim().parse().ok());
+    assert_eq!(total, Some(want), "{stderr}");
+    assert!(
+        stderr.contains("stopped") && stderr.contains("its tiles ran on the other workers"),
+        "the report says so: {stderr}"
+    );
+}

@@ -1,0 +1,234 @@
+//! One daemon as a program sees it: a pinned HTTP/2 connection, its devices, what it holds.
+//!
+//! Every request carries the secret (when the program has one), the version and the data layout.
+//! The connection, registered blocks and uploaded whole arrays are kept for the program's life,
+//! so later runs of a block reuse them.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use xcd_engine::WholeArray;
+use xcd_wire::rest::{Capacity, Devices, LAYOUT_HEADER, Problem, VERSION_HEADER, VersionInfo};
+use xcd_wire::{BlockDesc, BlockId, DeviceInfo, Layout, VERSION};
+
+use super::RemoteError;
+use super::pin::PinVerifier;
+use crate::home::{Home, describe};
+
+/// How long connecting and the first answers may take.
+const CONNECT: Duration = Duration::from_secs(5);
+
+/// A daemon this program is connected to.
+pub(crate) struct Daemon {
+    /// `host:port` as the program named it: names workers and pins.
+    pub(crate) addr: String,
+    /// The host part, for worker names.
+    pub(crate) host: String,
+    base: String,
+    client: reqwest::Client,
+    secret: Option<String>,
+    /// Its devices, in its order.
+    pub(crate) devices: Vec<DeviceInfo>,
+    /// Tiles to keep in flight per device.
+    pub(crate) depth: u32,
+    /// Round trip of a small request, measured at connection.
+    pub(crate) rtt: Duration,
+    registered: Mutex<HashSet<BlockId>>,
+    arrays: Mutex<HashSet<[u8; 32]>>,
+}
+
+fn pin_key(addr: &str) -> String {
+    format!("tls.pin.{addr}")
+}
+
+impl Daemon {
+    /// Connects to `addr` (`host:port`) at `ip`, checks the pin, secret, version and layout, and
+    /// keeps the pin on first contact.
+    pub(crate) async fn connect(
+        addr: &str,
+        ip: SocketAddr,
+        home: &Home,
+        secret: Option<&str>,
+    ) -> Result<Daemon, RemoteError> {
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_owned();
+        let key = pin_key(addr);
+        let failed = |detail: String| RemoteError::Failed { addr: addr.to_owned(), detail };
+        let pin = home.get(&key).map_err(|e| failed(e.to_string()))?;
+        let expected = match pin.as_deref() {
+            None => None,
+            Some(text) => {
+                let mut bytes = [0u8; 32];
+                hex::decode_to_slice(text, &mut bytes).map_err(|_| {
+                    failed(format!(
+                        "the pin {key} in {} is not a SHA-256; remove it",
+                        describe(home.path().parent().unwrap_or(home.path().as_path()))
+                    ))
+                })?;
+                Some(bytes)
+            }
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = Arc::new(PinVerifier::new(expected, provider.clone()));
+        let seen = verifier.seen.clone();
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| failed(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h2".to_vec()];
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .http2_prior_knowledge()
+            .tcp_nodelay(true)
+            .connect_timeout(CONNECT)
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .resolve(&host, ip)
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let port = ip.port();
+        let mut daemon = Daemon {
+            addr: addr.to_owned(),
+            host: host.clone(),
+            base: format!("https://{host}:{port}"),
+            client,
+            secret: secret.map(str::to_owned),
+            devices: Vec::new(),
+            depth: 3,
+            rtt: Duration::ZERO,
+            registered: Mutex::default(),
+            arrays: Mutex::default(),
+        };
+
+        let started = Instant::now();
+        let version = match daemon.get::<VersionInfo>("/v1/version").await {
+            Ok(v) => v,
+            Err(RemoteError::Unreachable { reason, .. }) => {
+                let presented = *seen.lock().unwrap_or_else(|e| e.into_inner());
+                if let (Some(pin), Some(presented)) = (expected, presented) {
+                    if pin != presented {
+                        let file = home.path().display().to_string();
+                        return Err(RemoteError::PinChanged { addr: addr.to_owned(), key, file });
+                    }
+                }
+                return Err(RemoteError::Unreachable { addr: addr.to_owned(), reason });
+            }
+            Err(e) => return Err(e),
+        };
+        if expected.is_none() {
+            if let Some(presented) = *seen.lock().unwrap_or_else(|e| e.into_inner()) {
+                home.set(&key, Some(&hex::encode(presented))).map_err(|e| failed(e.to_string()))?;
+            }
+        }
+        let rtt_start = Instant::now();
+        let capacity = daemon.get::<Capacity>("/v1/capacity").await?;
+        daemon.rtt = rtt_start.elapsed().min(started.elapsed());
+        // The daemon checked version and layout on every request; this names both if it did not.
+        if version.version != VERSION {
+            return Err(RemoteError::Version {
+                addr: addr.to_owned(),
+                detail: format!(
+                    "a different xcc version: this program is {VERSION} and the daemon is {}",
+                    version.version
+                ),
+            });
+        }
+        if !capacity.accepting {
+            let reason = capacity.reason.unwrap_or_default();
+            let until = capacity.until.map(|u| format!(" until {u}")).unwrap_or_default();
+            return Err(RemoteError::Declined {
+                addr: addr.to_owned(),
+                detail: format!("not taking work ({reason}{until})"),
+            });
+        }
+        daemon.depth = capacity.depth.max(1);
+        daemon.devices = daemon.get::<Devices>("/v1/devices").await?.devices;
+        Ok(daemon)
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .header(VERSION_HEADER, VERSION)
+            .header(LAYOUT_HEADER, Layout::native().to_string());
+        if let Some(secret) = &self.secret {
+            request = request.bearer_auth(secret);
+        }
+        request
+    }
+
+    /// Sends a request; a problem answer becomes the matching error.
+    pub(crate) async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, RemoteError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| RemoteError::Unreachable { addr: self.addr.clone(), reason: error_chain(&e) })?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let problem: Option<Problem> = response.json().await.ok();
+        Err(match problem {
+            Some(p) => RemoteError::from_problem(&self.addr, &p.code, p.detail),
+            None => RemoteError::Failed { addr: self.addr.clone(), detail: format!("the daemon answered {status}") },
+        })
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
+        let response = self.send(self.request(reqwest::Method::GET, path)).await?;
+        response
+            .json()
+            .await
+            .map_err(|e| RemoteError::Failed { addr: self.addr.clone(), detail: format!("{path}: {e}") })
+    }
+
+    /// Registers the block (once per daemon) and uploads whole arrays it does not hold yet.
+    pub(crate) async fn prepare(&self, id: BlockId, desc: &BlockDesc, whole: &[WholeArray]) -> Result<(), RemoteError> {
+        let known = self.registered.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
+        if !known {
+            self.send(self.request(reqwest::Method::POST, "/v1/blocks").json(desc)).await?;
+            self.registered.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        }
+        for array in whole {
+            let held = self.arrays.lock().unwrap_or_else(|e| e.into_inner()).contains(&array.hash);
+            if !held {
+                let path = format!("/v1/arrays/{}", hex::encode(array.hash));
+                self.send(self.request(reqwest::Method::PUT, &path).body(array.data.to_vec())).await?;
+                self.arrays.lock().unwrap_or_else(|e| e.into_inner()).insert(array.hash);
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens a tile stream for `id` on device `device`.
+    pub(crate) async fn open_stream(
+        &self,
+        id: BlockId,
+        device: usize,
+        run_items: u64,
+        body: reqwest::Body,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let path = format!("/v1/blocks/{id}/tiles?device={device}");
+        let request = self
+            .request(reqwest::Method::POST, &path)
+            .header(xcd_wire::rest::RUN_ITEMS_HEADER, run_items)
+            .header(reqwest::header::CONTENT_TYPE, xcd_wire::rest::FRAMES_MEDIA_TYPE)
+            .body(body);
+        self.send(request).await
+    }
+}
+
+/// An error with its causes, which is where reqwest keeps what actually failed.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,99 @@
+//! Why a daemon cannot take a program's tiles, in the tutorial's words ("When it does not
+//! connect"): each says what happened and what to do.
+
+/// A daemon refused, declined, or could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteError {
+    /// No connection.
+    #[error(
+        "cannot connect to {addr}: the daemon is not running, the address is wrong, or a firewall drops the port ({reason})"
+    )]
+    Unreachable {
+        /// `host:port`.
+        addr: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The secret differs.
+    #[error("{addr}: the daemon refused the secret: this program's XC_PAR_SECRET differs from the daemon's")]
+    SecretRefused {
+        /// `host:port`.
+        addr: String,
+    },
+    /// The daemon has no secret and this program has one.
+    #[error(
+        "{addr}: the daemon has no secret and this program has one, so it sends it no work; start the daemon with XC_PAR_SECRET"
+    )]
+    SecretNotSet {
+        /// `host:port`.
+        addr: String,
+    },
+    /// Versions differ.
+    #[error("{addr}: {detail}")]
+    Version {
+        /// `host:port`.
+        addr: String,
+        /// The daemon's words, naming both versions.
+        detail: String,
+    },
+    /// Layouts differ.
+    #[error("{addr}: {detail}")]
+    Layout {
+        /// `host:port`.
+        addr: String,
+        /// The daemon's words, naming both layouts.
+        detail: String,
+    },
+    /// The certificate is not the pinned one.
+    #[error(
+        "{addr}: the certificate changed: the daemon was reinstalled or is not the one pinned; if you expect the change, remove the pin {key} from {file}"
+    )]
+    PinChanged {
+        /// `host:port`.
+        addr: String,
+        /// The settings key.
+        key: String,
+        /// The settings file.
+        file: String,
+    },
+    /// No device there takes the block's forms.
+    #[error("{addr}: the daemon has no form for its GPU: build the program with every kernel form ({detail})")]
+    NoForm {
+        /// `host:port`.
+        addr: String,
+        /// The daemon's words.
+        detail: String,
+    },
+    /// NIMBY hours, memory, draining, busy.
+    #[error("{addr}: the daemon declined the work: {detail}")]
+    Declined {
+        /// `host:port`.
+        addr: String,
+        /// The daemon's words.
+        detail: String,
+    },
+    /// Anything else the daemon said, or a stream that broke.
+    #[error("{addr}: {detail}")]
+    Failed {
+        /// `host:port`.
+        addr: String,
+        /// What happened.
+        detail: String,
+    },
+}
+
+impl RemoteError {
+    /// The error for a daemon's problem answer.
+    pub(crate) fn from_problem(addr: &str, code: &str, detail: String) -> RemoteError {
+        let addr = addr.to_owned();
+        match code {
+            "secret_refused" => RemoteError::SecretRefused { addr },
+            "secret_not_set" => RemoteError::SecretNotSet { addr },
+            "version_mismatch" => RemoteError::Version { addr, detail },
+            "layout_mismatch" => RemoteError::Layout { addr, detail },
+            "no_form" | "load_failed" => RemoteError::NoForm { addr, detail },
+            "declined_nimby" | "declined_memory" | "draining" | "busy" => RemoteError::Declined { addr, detail },
+            _ => RemoteError::Failed { addr, detail },
+        }
+    }
+}
