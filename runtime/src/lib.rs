@@ -33,7 +33,7 @@ pub use args::Args;
 pub use block::{Block, CpuKernel, CpuTile};
 pub use report::RunReport;
 pub use schedule::{RunOptions, WorkerStats};
-pub use settings::{Settings, WorkerChoice};
+pub use settings::{ParMode, Settings, WorkerChoice};
 
 use xcd_engine::WholeArray;
 use xcd_wire::DescError;

@@ -29,7 +29,10 @@ impl RunReport {
             .workers
             .iter()
             .filter(|w| w.tiles > 0)
-            .map(|w| format!("{} ({} items, {} tiles)", w.name, w.items, w.tiles))
+            .map(|w| {
+                let rate = w.items as f64 / self.elapsed.as_secs_f64().max(1e-9) / 1e6;
+                format!("{} ({} items, {} tiles, {rate:.2} M items/s)", w.name, w.items, w.tiles)
+            })
             .collect();
         let mut lines = vec![format!(
             "par: {}: {} items in {} tiles across {} in {:.3} s",

@@ -11,6 +11,8 @@ use crate::RunError;
 pub const XC_PAR_WORKERS: &str = "XC_PAR_WORKERS";
 /// `XC_PAR_REPORT`: `1` prints what each run did on standard error.
 pub const XC_PAR_REPORT: &str = "XC_PAR_REPORT";
+/// `XC_PAR`: which kind of device runs blocks: `auto`, `cpu`, `gpu`, `gpus`.
+pub const XC_PAR: &str = "XC_PAR";
 /// `XC_PAR_REMOTE`: daemons to send tiles to, `host:port,…`.
 pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
 /// `XC_PAR_SECRET`: the secret the daemons require.
@@ -54,11 +56,27 @@ pub enum WorkerChoice {
     Named(String),
 }
 
+/// `XC_PAR`: which kind of device runs blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ParMode {
+    /// Every worker allowed (the default).
+    #[default]
+    Auto,
+    /// This machine's CPU cores only.
+    Cpu,
+    /// This machine's GPUs only.
+    Gpu,
+    /// Every GPU, local and remote; no CPU.
+    Gpus,
+}
+
 /// Settings for a program's runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Which workers may run tiles; empty means all.
     pub workers: Vec<WorkerChoice>,
+    /// `XC_PAR`.
+    pub mode: ParMode,
     /// Print a report of each run.
     pub report: bool,
     /// Daemons named in `XC_PAR_REMOTE`, as `host:port`.
@@ -94,6 +112,19 @@ impl Settings {
                 });
             }
         }
+        if let Some(value) = env.var(XC_PAR) {
+            settings.mode = match value.trim() {
+                "" | "auto" => ParMode::Auto,
+                "cpu" => ParMode::Cpu,
+                "gpu" => ParMode::Gpu,
+                "gpus" => ParMode::Gpus,
+                other => {
+                    return Err(RunError::Settings(format!(
+                        "{XC_PAR}={other}: use auto, cpu (this machine's cores), gpu (this machine's GPUs) or gpus (every GPU, local and remote)"
+                    )));
+                }
+            };
+        }
         if let Some(value) = env.var(XC_PAR_REPORT) {
             settings.report = match value.trim() {
                 "1" | "true" | "yes" => true,
@@ -116,22 +147,26 @@ impl Settings {
 
     /// Whether the CPU worker may run tiles.
     pub fn allows_cpu(&self) -> bool {
-        self.workers.is_empty() || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu))
+        matches!(self.mode, ParMode::Auto | ParMode::Cpu)
+            && (self.workers.is_empty()
+                || self.workers.iter().any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Cpu)))
     }
 
     /// Whether the remote worker of this name may run tiles.
     pub fn allows_remote(&self, name: &str) -> bool {
-        self.workers.is_empty()
-            || self.workers.iter().any(|w| match w {
-                WorkerChoice::Remote => true,
-                WorkerChoice::Named(n) => n == name,
-                _ => false,
-            })
+        matches!(self.mode, ParMode::Auto | ParMode::Gpus)
+            && (self.workers.is_empty()
+                || self.workers.iter().any(|w| match w {
+                    WorkerChoice::Remote => true,
+                    WorkerChoice::Named(n) => n == name,
+                    _ => false,
+                }))
     }
 
     /// Whether any remote worker may run tiles.
     pub fn wants_remote(&self) -> bool {
-        !self.remote.is_empty()
+        matches!(self.mode, ParMode::Auto | ParMode::Gpus)
+            && !self.remote.is_empty()
             && (self.workers.is_empty()
                 || self.workers.iter().any(|w| match w {
                     WorkerChoice::Remote => true,
@@ -142,12 +177,13 @@ impl Settings {
 
     /// Whether the local GPU worker of this name may run tiles.
     pub fn allows_gpu(&self, name: &str) -> bool {
-        self.workers.is_empty()
-            || self.workers.iter().any(|w| match w {
-                WorkerChoice::Local | WorkerChoice::Gpu => true,
-                WorkerChoice::Named(n) => n == name,
-                _ => false,
-            })
+        self.mode != ParMode::Cpu
+            && (self.workers.is_empty()
+                || self.workers.iter().any(|w| match w {
+                    WorkerChoice::Local | WorkerChoice::Gpu => true,
+                    WorkerChoice::Named(n) => n == name,
+                    _ => false,
+                }))
     }
 }
 
@@ -176,6 +212,21 @@ mod tests {
         assert!(s.allows_cpu());
         assert!(s.allows_gpu("gpu:vulkan:x"));
         assert!(!s.allows_gpu("gpu:vulkan:y"));
+    }
+
+    #[test]
+    fn par_modes_pick_kinds_of_device() {
+        let remote = ("XC_PAR_REMOTE", "gpu-box:7227");
+        let s = Settings::read(&env(&[("XC_PAR", "gpus"), remote])).expect("valid");
+        assert!(!s.allows_cpu() && s.allows_gpu("gpu:vulkan:x") && s.wants_remote());
+        let s = Settings::read(&env(&[("XC_PAR", "gpu"), remote])).expect("valid");
+        assert!(!s.allows_cpu() && s.allows_gpu("gpu:vulkan:x") && !s.wants_remote());
+        let s = Settings::read(&env(&[("XC_PAR", "cpu"), remote])).expect("valid");
+        assert!(s.allows_cpu() && !s.allows_gpu("gpu:vulkan:x") && !s.wants_remote());
+        let s = Settings::read(&env(&[remote])).expect("valid");
+        assert!(s.allows_cpu() && s.allows_gpu("gpu:vulkan:x") && s.wants_remote());
+        let e = Settings::read(&env(&[("XC_PAR", "fast")])).expect_err("refused").to_string();
+        assert!(e.contains("use auto, cpu"), "{e}");
     }
 
     #[test]

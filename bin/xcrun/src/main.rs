@@ -5,6 +5,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use xcd_runtime::home::Home;
+use xcd_runtime::settings::XCC_HOME;
 use xcd_wire::DeviceInfo;
 
 /// Inspect the devices par blocks can run on.
@@ -23,6 +25,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the daemons' certificate pins kept in XCC_HOME (default ~/.xcc), or remove one.
+    Pins {
+        #[command(subcommand)]
+        action: Option<PinAction>,
+    },
     /// Print an example block's description as JSON, every form included: the body of a daemon's
     /// `POST /v1/blocks` (e.g. `xcrun block escape > escape.json`).
     Block {
@@ -34,11 +41,55 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum PinAction {
+    /// Remove the pin of a daemon (host:port, or the key tls.pin.host:port), after it was
+    /// reinstalled: the next contact keeps its new certificate.
+    Remove {
+        /// host:port or tls.pin.host:port.
+        daemon: String,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Devices { json } => devices(json),
         Command::Block { name, id } => block(&name, id),
+        Command::Pins { action } => pins(action),
+    }
+}
+
+fn pins(action: Option<PinAction>) -> ExitCode {
+    let home = Home::from_env(std::env::var(XCC_HOME).ok());
+    let result = match action {
+        None => home.read().map(|values| {
+            let pins: Vec<_> = values.iter().filter(|(k, _)| k.starts_with("tls.pin.")).collect();
+            if pins.is_empty() {
+                println!("no pins in {}", home.path().display());
+            }
+            for (key, fingerprint) in pins {
+                println!("{key} = {fingerprint}");
+            }
+        }),
+        Some(PinAction::Remove { daemon }) => {
+            let key = if daemon.starts_with("tls.pin.") { daemon } else { format!("tls.pin.{daemon}") };
+            match home.get(&key) {
+                Ok(None) => {
+                    eprintln!("xcrun: there is no pin {key} in {}", home.path().display());
+                    return ExitCode::from(1);
+                }
+                Ok(Some(_)) => home.set(&key, None).map(|()| println!("removed {key} from {}", home.path().display())),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xcrun: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -39,3 +39,29 @@ fn devices_json_is_the_inventory() {
         assert!(device.max_buffer_bytes > 0);
     }
 }
+
+#[test]
+fn pins_are_listed_and_removed() {
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let run = |args: &[&str]| {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_xcrun")).args(args).env("XCC_HOME", home.path()).output().expect("xcrun");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.success(),
+        )
+    };
+    let (stdout, _, ok) = run(&["pins"]);
+    assert!(ok && stdout.contains("no pins"), "{stdout}");
+    std::fs::write(home.path().join("settings.toml"), "\"tls.pin.gpu-box:7227\" = \"ab\"\n\"other\" = \"x\"\n")
+        .expect("written");
+    let (stdout, _, ok) = run(&["pins"]);
+    assert!(ok && stdout.contains("tls.pin.gpu-box:7227 = ab") && !stdout.contains("other"), "{stdout}");
+    let (stdout, _, ok) = run(&["pins", "remove", "gpu-box:7227"]);
+    assert!(ok && stdout.contains("removed tls.pin.gpu-box:7227"), "{stdout}");
+    let (_, stderr, ok) = run(&["pins", "remove", "gpu-box:7227"]);
+    assert!(!ok && stderr.contains("there is no pin"), "{stderr}");
+    let left = std::fs::read_to_string(home.path().join("settings.toml")).expect("kept");
+    assert!(left.contains("other"), "other settings are kept: {left}");
+}

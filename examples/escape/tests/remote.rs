@@ -64,6 +64,11 @@ fn remote_local_and_both_give_one_total_and_the_pin_is_kept() {
             assert!(run.stderr.contains("across") && run.stderr.contains("remote:localhost:vulkan:"), "{}", run.stderr);
         }
     }
+    // XC_PAR=gpus: every GPU, local and remote, and not the CPU.
+    let run = escape(home.path(), &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR", "gpus")], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(run.total, Some(want));
+    assert!(run.stderr.contains("remote:localhost:vulkan:") && !run.stderr.contains("across cpu"), "{}", run.stderr);
     let settings = std::fs::read_to_string(home.path().join("settings.toml")).expect("a settings file");
     assert!(settings.contains(&format!("\"tls.pin.localhost:{}\"", daemon.port)), "{settings}");
 }

@@ -46,7 +46,7 @@ pub enum RemoteError {
     },
     /// The certificate is not the pinned one.
     #[error(
-        "{addr}: the certificate changed: the daemon was reinstalled or is not the one pinned; if you expect the change, remove the pin {key} from {file}"
+        "{addr}: the certificate changed: the daemon was reinstalled or is not the one pinned; if you expect the change, remove the pin {key} from {file} (xcrun pins remove {addr})"
     )]
     PinChanged {
         /// `host:port`.
