@@ -38,6 +38,8 @@ pub struct WorkerStats {
     pub busy: Duration,
     /// Why it stopped early, if it did; its tiles ran elsewhere.
     pub failure: Option<String>,
+    /// Items in its last tile: the next may be at most twice as large.
+    last_tile: u32,
 }
 
 impl WorkerStats {
@@ -125,7 +127,10 @@ impl<'a> Pool<'a> {
         let total_rate: f64 = live.iter().map(|s| s.rate().unwrap_or(average)).sum();
         let share = self.remaining() as f64 * rate / total_rate.max(f64::MIN_POSITIVE);
         let by_time = rate * TARGET_TILE.as_secs_f64();
-        (by_time.min(share / 2.0).max(f64::from(MIN_TILE)).min(f64::from(u32::MAX))) as u32
+        // A rate measured on cheap items (escape's outer pixels) would hand out a tile of costly
+        // ones far too large; growing at most twofold per tile bounds that mistake.
+        let grown = 2.0 * f64::from(self.stats[w].last_tile.max(MIN_TILE));
+        (by_time.min(share / 2.0).min(grown).max(f64::from(MIN_TILE)).min(f64::from(u32::MAX))) as u32
     }
 }
 
@@ -195,6 +200,7 @@ pub(crate) fn run<'a>(
                             let mut p = lock(pool);
                             p.in_flight -= 1;
                             let s = &mut p.stats[w];
+                            s.last_tile = s.last_tile.max(tile.tile.count);
                             s.items += u64::from(tile.tile.count);
                             s.tiles += 1;
                             s.busy += busy;
@@ -390,6 +396,32 @@ mod tests {
             self.now.fetch_sub(1, Ordering::SeqCst);
             result
         }
+    }
+
+    #[test]
+    fn tiles_grow_at_most_twofold() {
+        let (a, b) = (cpu(), flaky(usize::MAX, u32::MAX));
+        let n = 2_000_000;
+        let mut pool = Pool {
+            next: 0,
+            n,
+            arrays: Vec::new(),
+            returned: Vec::new(),
+            in_flight: 0,
+            stats: vec![
+                WorkerStats { name: "a".into(), ..Default::default() },
+                WorkerStats { name: "b".into(), ..Default::default() },
+            ],
+        };
+        // A first tile that ran absurdly fast: the next is still at most twice its size.
+        pool.stats[0].items = 1_000;
+        pool.stats[0].tiles = 1;
+        pool.stats[0].busy = std::time::Duration::from_nanos(1);
+        pool.stats[0].last_tile = 1_000;
+        assert_eq!(pool.size_for(0, None), 2_000);
+        let (y, result) = run_with(&[&a, &b], 300_000, None);
+        result.expect("completes");
+        assert_eq!(y, expected(300_000));
     }
 
     #[test]
