@@ -25,6 +25,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Walk what a program does on first contact with a daemon (address, TCP, TLS and pin,
+    /// secret, version, layout, forms) and say, for the first step that fails, what to do.
+    /// Uses XC_PAR_SECRET and XCC_HOME as programs do.
+    Check {
+        /// The daemon: host:port (port 7227 when left out).
+        daemon: String,
+    },
     /// List the daemons' certificate pins kept in XCC_HOME (default ~/.xcc), or remove one.
     Pins {
         #[command(subcommand)]
@@ -57,7 +64,27 @@ fn main() -> ExitCode {
         Command::Devices { json } => devices(json),
         Command::Block { name, id } => block(&name, id),
         Command::Pins { action } => pins(action),
+        Command::Check { daemon } => check(&daemon),
     }
+}
+
+fn check(daemon: &str) -> ExitCode {
+    let home = Home::from_env(std::env::var(XCC_HOME).ok());
+    let secret = std::env::var(xcd_runtime::settings::XC_PAR_SECRET).ok().filter(|s| !s.is_empty());
+    let forms = xcd_kernels::escape().desc.forms.clone();
+    println!("check {daemon}");
+    let steps = xcd_runtime::remote::check::check(daemon, &home, secret.as_deref(), &forms);
+    let mut ok = true;
+    for (step, outcome) in steps {
+        match outcome {
+            Ok(seen) => println!("  ok    {step:<8} {seen}"),
+            Err(advice) => {
+                println!("  FAIL  {step:<8} {advice}");
+                ok = false;
+            }
+        }
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn pins(action: Option<PinAction>) -> ExitCode {

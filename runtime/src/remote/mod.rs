@@ -5,6 +5,7 @@
 //! words). A remote worker keeps `depth` tiles in flight by running that many lanes, each with one
 //! tile on the shared stream.
 
+pub mod check;
 pub(crate) mod daemon;
 pub mod error;
 pub(crate) mod pin;

@@ -1,0 +1,105 @@
+//! `xcrun check host:port`: walks what a program does on first contact with a daemon, one step
+//! at a time (address, TCP, TLS and pin, secret, version, layout, forms), and stops at the first
+//! that fails with the tutorial's symptom and what to do.
+
+use std::net::ToSocketAddrs;
+use std::time::{Duration, Instant};
+
+use super::RemoteError;
+use super::daemon::Daemon;
+use crate::home::Home;
+
+/// One step of a check and how it went: Ok(what was seen) or Err(what to do).
+pub type Step = (&'static str, Result<String, String>);
+
+/// Checks the daemon at `addr` as a program with `secret` would see it.
+pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Forms) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
+    let with_port = if addr.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        addr.to_owned()
+    } else {
+        format!("{addr}:7227")
+    };
+    let ip = match with_port.to_socket_addrs().map(|mut ips| ips.next()) {
+        Ok(Some(ip)) => {
+            steps.push(("address", Ok(format!("{with_port} is {ip}"))));
+            ip
+        }
+        Ok(None) | Err(_) => {
+            steps.push((
+                "address",
+                Err(format!("cannot connect to {with_port}: the name does not resolve; check the address")),
+            ));
+            return steps;
+        }
+    };
+    let started = Instant::now();
+    match std::net::TcpStream::connect_timeout(&ip, Duration::from_secs(5)) {
+        Ok(_) => steps.push(("tcp", Ok(format!("connected in {:.1} ms", started.elapsed().as_secs_f64() * 1e3)))),
+        Err(e) => {
+            steps.push((
+                "tcp",
+                Err(format!(
+                    "cannot connect to {with_port} ({e}): the daemon is not running, the address is wrong, or a firewall drops the port"
+                )),
+            ));
+            return steps;
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            steps.push(("tls", Err(format!("cannot start: {e}"))));
+            return steps;
+        }
+    };
+    let pinned = home.get(&format!("tls.pin.{with_port}")).ok().flatten();
+    match runtime.block_on(Daemon::connect(&with_port, ip, home, secret)) {
+        Ok(daemon) => {
+            let kept = match pinned {
+                Some(_) => "matches its pin".to_owned(),
+                None => format!("first contact: pin kept in {}", home.path().display()),
+            };
+            steps.push(("tls+pin", Ok(kept)));
+            steps.push(("secret", Ok(if secret.is_some() { "accepted".into() } else { "none needed".into() })));
+            steps.push(("version", Ok(xcd_wire::VERSION.to_owned())));
+            steps.push(("layout", Ok(xcd_wire::Layout::native().to_string())));
+            let mut takes = Vec::new();
+            for device in &daemon.devices {
+                match xcd_engine::form_for(device.backend, forms) {
+                    Some(form) => takes.push(format!("{} takes {form}", device.id)),
+                    None => {
+                        steps.push((
+                            "forms",
+                            Err(format!("the daemon has no form for its GPU: {} needs {}; build the program with every kernel form", device.id, xcd_engine::forms_taken(device.backend)[0])),
+                        ));
+                        return steps;
+                    }
+                }
+            }
+            steps.push(("forms", Ok(takes.join(", "))));
+        }
+        Err(e) => {
+            let failed_at = match &e {
+                RemoteError::Unreachable { .. } | RemoteError::PinChanged { .. } => "tls+pin",
+                RemoteError::SecretRefused { .. } | RemoteError::SecretNotSet { .. } => "secret",
+                RemoteError::Version { .. } => "version",
+                RemoteError::Layout { .. } => "layout",
+                RemoteError::Declined { .. } => "capacity",
+                RemoteError::NoForm { .. } => "forms",
+                RemoteError::Failed { .. } => "daemon",
+            };
+            let passed: &[&str] = match failed_at {
+                "secret" => &["tls+pin"],
+                "version" | "capacity" | "daemon" => &["tls+pin", "secret"],
+                "layout" => &["tls+pin", "secret", "version"],
+                _ => &[],
+            };
+            for step in passed {
+                steps.push((step, Ok("ok".into())));
+            }
+            steps.push((failed_at, Err(e.to_string())));
+        }
+    }
+    steps
+}
