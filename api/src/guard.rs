@@ -5,8 +5,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use xcd_wire::Layout;
 use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
-use xcd_wire::{Layout, VERSION};
 
 use crate::problem::ApiError;
 use crate::state::AppState;
@@ -46,8 +46,9 @@ fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
     if let Some(value) = headers.get(VERSION_HEADER) {
         let program = value.to_str().unwrap_or("(not text)");
-        if program != VERSION {
-            return Err(ApiError::VersionMismatch { program: program.to_owned(), daemon: VERSION.to_owned() });
+        let daemon = state.version();
+        if program != daemon {
+            return Err(ApiError::VersionMismatch { program: program.to_owned(), daemon: daemon.to_owned() });
         }
     }
     if let Some(value) = headers.get(LAYOUT_HEADER) {

@@ -92,6 +92,9 @@ pub struct Config {
     pub limits: Limits,
     /// Tiles a program should keep in flight per device (3 when zero).
     pub depth: u32,
+    /// The version this daemon says it is, where tests make it pretend to be another (None: the
+    /// workspace version). The binary sets it only in debug builds.
+    pub version: Option<String>,
 }
 
 /// Whole arrays by content hash, least recently used first out.
@@ -147,6 +150,11 @@ impl AppState {
     /// Tiles running or queued now.
     pub fn tiles_in_flight(&self) -> u64 {
         self.0.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The version this daemon says it is.
+    pub(crate) fn version(&self) -> &str {
+        self.0.config.version.as_deref().unwrap_or(xcd_wire::VERSION)
     }
 
     pub(crate) fn depth(&self) -> u32 {

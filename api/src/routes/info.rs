@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use xcd_wire::rest::{Capacity, Devices, VersionInfo};
-use xcd_wire::{FormKind, Layout, VERSION};
+use xcd_wire::{FormKind, Layout};
 
 use crate::problem::ApiError;
 use crate::state::AppState;
@@ -23,7 +23,7 @@ pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> 
         }
     }
     Json(VersionInfo {
-        version: VERSION.to_owned(),
+        version: state.version().to_owned(),
         layout: Layout::native().to_string(),
         forms,
         pool: state.0.config.pool.clone(),

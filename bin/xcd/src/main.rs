@@ -16,6 +16,9 @@ use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret};
 const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
 /// `XCD_HOME`: where the key and certificate live (default `~/.xcc/xcd`).
 const XCD_HOME: &str = "XCD_HOME";
+/// `XCD_PRETEND_VERSION`: in debug builds only, the version the daemon says it is, so tests can
+/// run a daemon of another version. Release builds ignore it.
+const XCD_PRETEND_VERSION: &str = "XCD_PRETEND_VERSION";
 /// Exit code for bad flags or settings (EX_USAGE).
 const EXIT_USAGE: u8 = 64;
 /// Exit code when there is nothing to serve (EX_UNAVAILABLE).
@@ -167,7 +170,8 @@ fn main() -> ExitCode {
         Err(e) => return fail(1, format!("cannot start: {e}")),
     };
     let limits = Limits { max_streams: cli.max_streams, ..Limits::default() };
-    let config = Config { secret, nimby, pool: cli.pool.clone(), limits, depth: cli.depth };
+    let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
+    let config = Config { secret, nimby, pool: cli.pool.clone(), limits, depth: cli.depth, version };
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
     runtime.block_on(async move {

@@ -19,7 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List this machine's devices: backend, name, memory; and why others are missing.
+    /// List this machine's devices (backend, name, memory) and why others are missing; with
+    /// XC_PAR_REMOTE set, the daemons' devices too.
     Devices {
         /// Print the inventory as JSON (the same shape a daemon serves).
         #[arg(long)]
@@ -170,6 +171,30 @@ fn devices(json: bool) -> ExitCode {
     }
     for note in &inventory.notes {
         eprintln!("xcrun: {note}");
+    }
+    let remote: Vec<String> = std::env::var(xcd_runtime::settings::XC_PAR_REMOTE)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if !remote.is_empty() && !json {
+        let home = Home::from_env(std::env::var(XCC_HOME).ok());
+        let secret = std::env::var(xcd_runtime::settings::XC_PAR_SECRET).ok().filter(|s| !s.is_empty());
+        let (devices, errors) = xcd_runtime::remote::inventory(&remote, &home, secret.as_deref());
+        for (name, info) in devices {
+            println!(
+                "{:<8} {:<12} {:>12} {:>12}  {name}",
+                "remote",
+                if info.cpu { "cpu device" } else { "gpu" },
+                bytes(info.memory_total),
+                bytes(info.memory_free)
+            );
+        }
+        for error in errors {
+            eprintln!("xcrun: {error}");
+        }
     }
     ExitCode::SUCCESS
 }

@@ -52,3 +52,20 @@ fn each_failure_names_its_step() {
     let (out, ok) = check(home.path(), None, &format!("127.0.0.1:{free}"));
     assert!(!ok && out.contains("FAIL  tcp") && out.contains("cannot connect to"), "{out}");
 }
+
+#[test]
+fn devices_include_the_daemons_devices() {
+    let daemon = daemon();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let out = Command::new(env!("CARGO_BIN_EXE_xcrun"))
+        .arg("devices")
+        .env("XCC_HOME", home.path())
+        .env("XC_PAR_SECRET", "s3cret")
+        .env("XC_PAR_REMOTE", format!("localhost:{}", daemon.port))
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .expect("xcrun runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("remote") && l.contains("remote:localhost:vulkan:")), "{stdout}");
+}

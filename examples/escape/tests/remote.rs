@@ -218,3 +218,26 @@ fn a_daemon_killed_mid_run_leaves_the_same_total() {
         "the report says so: {stderr}"
     );
 }
+
+#[test]
+fn a_daemon_of_another_version_is_refused_with_both_named() {
+    // XCD_PRETEND_VERSION works in debug builds of xcd only, which is what tests run.
+    let daemon = xcd().secret(SECRET).env("XCD_PRETEND_VERSION", "9.9.9").start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let run = escape(home.path(), &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote)], &SIZE);
+    assert!(run.ok, "{}", run.stderr);
+    assert!(run.stderr.contains("a different xcc version"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("9.9.9") && run.stderr.contains(env!("CARGO_PKG_VERSION")),
+        "names both: {}",
+        run.stderr
+    );
+    assert_eq!(run.total, Some(cpu_total(home.path(), &SIZE)));
+    let run = escape(
+        home.path(),
+        &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", "remote")],
+        &SIZE,
+    );
+    assert!(!run.ok && run.stderr.contains("a different xcc version"), "{}", run.stderr);
+}

@@ -110,6 +110,28 @@ pub(crate) fn connect_all(
     (workers, errors)
 }
 
+/// The devices of every daemon in `addrs`, named as workers are, and an error per daemon that
+/// cannot serve: what `xcrun devices` shows with `XC_PAR_REMOTE` set.
+pub fn inventory(
+    addrs: &[String],
+    home: &Home,
+    secret: Option<&str>,
+) -> (Vec<(String, xcd_wire::DeviceInfo)>, Vec<RemoteError>) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let failed = addrs.iter().map(|a| RemoteError::Failed { addr: a.clone(), detail: e.to_string() }).collect();
+            return (Vec::new(), failed);
+        }
+    };
+    let (workers, errors) = connect_all(&runtime, addrs, home, secret);
+    let devices = workers
+        .iter()
+        .filter_map(|w| w.daemon.devices.get(w.device).map(|info| (w.name.clone(), info.clone())))
+        .collect();
+    (devices, errors)
+}
+
 impl Worker for RemoteWorker {
     fn name(&self) -> &str {
         &self.name
