@@ -195,3 +195,14 @@ pub fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().danger_accept_invalid_certs(true).build().expect("a client")
 }
+
+/// A `-nimby` range that holds now, in this machine's local time (from `date`, as the daemon on
+/// this machine sees it): from five minutes ago to ten minutes ahead.
+pub fn nimby_range_holding_now() -> String {
+    let out = Command::new("date").arg("+%H:%M").output().expect("date runs");
+    let now = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let (h, m) = now.split_once(':').expect("HH:MM");
+    let minutes = h.parse::<u32>().expect("an hour") * 60 + m.parse::<u32>().expect("a minute");
+    let fmt = |t: u32| format!("{:02}:{:02}", (t / 60) % 24, t % 60);
+    format!("{}-{}", fmt(minutes + 24 * 60 - 5), fmt(minutes + 10))
+}

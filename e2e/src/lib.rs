@@ -6,7 +6,7 @@
 
 pub mod daemon;
 
-pub use daemon::{Daemon, DaemonBuilder, client, curl};
+pub use daemon::{Daemon, DaemonBuilder, client, curl, nimby_range_holding_now};
 
 use std::path::{Path, PathBuf};
 

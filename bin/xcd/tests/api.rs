@@ -130,12 +130,7 @@ async fn an_unprotected_daemon_refuses_a_program_with_a_secret() {
 #[tokio::test(flavor = "multi_thread")]
 async fn nimby_hours_decline_with_retry_after_and_show_in_capacity() {
     // A range that holds now, in the daemon's local time (same machine, same zone).
-    let out = std::process::Command::new("date").arg("+%H:%M").output().expect("date");
-    let now = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let (h, m) = now.split_once(':').expect("HH:MM");
-    let minutes = h.parse::<u32>().expect("hour") * 60 + m.parse::<u32>().expect("minute");
-    let fmt = |t: u32| format!("{:02}:{:02}", (t / 60) % 24, t % 60);
-    let range = format!("{}-{}", fmt(minutes + 24 * 60 - 5), fmt(minutes + 10));
+    let range = xcd_e2e::nimby_range_holding_now();
     let daemon = xcd().secret(SECRET).args(&["-nimby", &range]).start();
     let id = register(&daemon, "escape").await;
     let client = xcd_e2e::client();

@@ -136,12 +136,7 @@ fn an_unreachable_daemon_is_said_and_the_run_completes() {
 
 #[test]
 fn a_daemon_in_its_nimby_hours_leaves_the_block_to_local_devices() {
-    let out = Command::new("date").arg("+%H:%M").output().expect("date");
-    let now = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let (h, m) = now.split_once(':').expect("HH:MM");
-    let minutes = h.parse::<u32>().expect("hour") * 60 + m.parse::<u32>().expect("minute");
-    let fmt = |t: u32| format!("{:02}:{:02}", (t / 60) % 24, t % 60);
-    let range = format!("{}-{}", fmt(minutes + 24 * 60 - 5), fmt(minutes + 10));
+    let range = xcd_e2e::nimby_range_holding_now();
     let daemon = xcd().secret(SECRET).args(&["-nimby", &range]).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("localhost:{}", daemon.port);
