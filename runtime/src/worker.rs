@@ -73,6 +73,13 @@ impl<'a> TileSlices<'a> {
     }
 }
 
+/// Most items of a tile whose widest array must fit buffers of `max_bytes`. Devices grow their
+/// buffers to the next power of two of a tile, so this stays within half the limit.
+pub(crate) fn max_tile_items(desc: &xcd_wire::BlockDesc, max_bytes: u64) -> u32 {
+    let widest = desc.arrays.iter().map(|a| u64::from(a.elem_size)).max().unwrap_or(4);
+    u32::try_from(max_bytes / widest / 2).unwrap_or(u32::MAX).max(1)
+}
+
 /// Why a worker stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -165,10 +172,7 @@ impl Worker for GpuWorker {
     }
 
     fn max_tile(&self, ctx: &RunCtx) -> u32 {
-        let widest = ctx.block.desc.arrays.iter().map(|a| u64::from(a.elem_size)).max().unwrap_or(4);
-        // Buffers grow to the next power of two of the tile size, so stay within half the limit.
-        let items = self.device.info().max_buffer_bytes / widest / 2;
-        u32::try_from(items).unwrap_or(u32::MAX).max(1)
+        max_tile_items(&ctx.block.desc, self.device.info().max_buffer_bytes)
     }
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {

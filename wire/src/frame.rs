@@ -125,23 +125,7 @@ fn u16_at(bytes: &[u8], at: usize, what: &'static str) -> Result<u16, FrameError
 impl TileFrame {
     /// The frame's bytes, length prefix included.
     pub fn encode(&self) -> Vec<u8> {
-        let body = TILE_HEADER_BYTES - 4 + 4 * self.params.len() + 32 * self.wholes.len() + self.inputs.len();
-        let mut out = Vec::with_capacity(4 + body);
-        out.extend_from_slice(&(body as u32).to_le_bytes());
-        out.extend_from_slice(&[KIND_TILE, 0, 0, 0]);
-        out.extend_from_slice(&self.tag.to_le_bytes());
-        out.extend_from_slice(&self.tile.start.to_le_bytes());
-        out.extend_from_slice(&self.tile.count.to_le_bytes());
-        out.extend_from_slice(&(self.params.len() as u16).to_le_bytes());
-        out.extend_from_slice(&(self.wholes.len() as u16).to_le_bytes());
-        for word in &self.params {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        for hash in &self.wholes {
-            out.extend_from_slice(hash);
-        }
-        out.extend_from_slice(&self.inputs);
-        out
+        encode_tile(self.tag, self.tile, &self.params, &self.wholes, &[&self.inputs])
     }
 
     /// Reads a tile frame from its body (the bytes after the length prefix).
@@ -174,6 +158,31 @@ impl TileFrame {
         }
         Ok(TileFrame { tag, tile: Tile { start, count }, params: words, wholes: hashes, inputs: body[at..].to_vec() })
     }
+}
+
+/// A tile frame's bytes from its parts, the per-item inputs given as the slices they already are,
+/// so a sender copies each input once, into the frame.
+pub fn encode_tile(tag: u32, tile: Tile, params: &[u32], wholes: &[[u8; 32]], inputs: &[&[u8]]) -> Vec<u8> {
+    let input_bytes: usize = inputs.iter().map(|i| i.len()).sum();
+    let body = TILE_HEADER_BYTES - 4 + 4 * params.len() + 32 * wholes.len() + input_bytes;
+    let mut out = Vec::with_capacity(4 + body);
+    out.extend_from_slice(&(body as u32).to_le_bytes());
+    out.extend_from_slice(&[KIND_TILE, 0, 0, 0]);
+    out.extend_from_slice(&tag.to_le_bytes());
+    out.extend_from_slice(&tile.start.to_le_bytes());
+    out.extend_from_slice(&tile.count.to_le_bytes());
+    out.extend_from_slice(&(params.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(wholes.len() as u16).to_le_bytes());
+    for word in params {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for hash in wholes {
+        out.extend_from_slice(hash);
+    }
+    for input in inputs {
+        out.extend_from_slice(input);
+    }
+    out
 }
 
 impl ResultFrame {

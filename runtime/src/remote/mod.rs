@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 pub use error::RemoteError;
+use xcd_wire::BlockId;
 use xcd_wire::frame::UNKNOWN_TAG;
-use xcd_wire::{BlockId, TileFrame};
+use xcd_wire::frame::encode_tile;
 
 use crate::home::Home;
 use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError};
@@ -142,9 +143,9 @@ impl Worker for RemoteWorker {
     }
 
     fn max_tile(&self, ctx: &RunCtx) -> u32 {
-        let widest = ctx.block.desc.arrays.iter().map(|a| u64::from(a.elem_size)).max().unwrap_or(4);
         let device = self.daemon.devices.get(self.device).map_or(u64::MAX, |d| d.max_buffer_bytes);
-        u32::try_from(device.min(256 << 20) / widest / 2).unwrap_or(u32::MAX).max(1)
+        // The daemon's frame limit bounds a tile as much as its device's buffers.
+        crate::worker::max_tile_items(&ctx.block.desc, device.min(256 << 20))
     }
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
@@ -177,7 +178,7 @@ impl Worker for RemoteWorker {
                 }
             }
         };
-        let inputs: Vec<u8> = tile
+        let inputs: Vec<&[u8]> = tile
             .arrays
             .iter()
             .filter_map(|a| match a {
@@ -185,18 +186,11 @@ impl Worker for RemoteWorker {
                 TileArray::InOut(d) => Some(&d[..]),
                 _ => None,
             })
-            .flatten()
-            .copied()
             .collect();
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed) % UNKNOWN_TAG;
-        let frame = TileFrame {
-            tag,
-            tile: tile.tile,
-            params: ctx.params.clone(),
-            wholes: ctx.whole.iter().map(|w| w.hash).collect(),
-            inputs,
-        };
-        let answer = stream.send(tag, Bytes::from(frame.encode()))?;
+        let wholes: Vec<[u8; 32]> = ctx.whole.iter().map(|w| w.hash).collect();
+        let frame = encode_tile(tag, tile.tile, &ctx.params, &wholes, &inputs);
+        let answer = stream.send(tag, Bytes::from(frame))?;
         let outputs = answer.blocking_recv().map_err(|_| RemoteError::Failed {
             addr: self.daemon.addr.clone(),
             detail: "the tile stream ended".into(),
