@@ -18,6 +18,7 @@ pub struct DaemonBuilder {
     home: Option<PathBuf>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    cpus: Option<String>,
 }
 
 /// A running daemon.
@@ -39,7 +40,14 @@ pub struct Daemon {
 impl Daemon {
     /// A builder for the daemon binary at `bin`, listening on 127.0.0.1 on a free port.
     pub fn build(bin: impl AsRef<Path>) -> DaemonBuilder {
-        DaemonBuilder { bin: bin.as_ref().to_owned(), secret: None, home: None, args: Vec::new(), env: Vec::new() }
+        DaemonBuilder {
+            bin: bin.as_ref().to_owned(),
+            secret: None,
+            home: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            cpus: None,
+        }
     }
 }
 
@@ -68,6 +76,12 @@ impl DaemonBuilder {
         self
     }
 
+    /// Runs the daemon on these CPUs only (`taskset -c LIST`, util-linux).
+    pub fn cpus(mut self, list: &str) -> Self {
+        self.cpus = Some(list.to_owned());
+        self
+    }
+
     /// Starts the daemon and waits for its serving line.
     pub fn start(self) -> Daemon {
         let temp = match &self.home {
@@ -75,7 +89,14 @@ impl DaemonBuilder {
             None => Some(tempfile::tempdir().expect("a temporary XCD_HOME")),
         };
         let home = self.home.clone().unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_owned()).unwrap_or_default());
-        let mut command = Command::new(&self.bin);
+        let mut command = match &self.cpus {
+            Some(list) => {
+                let mut taskset = Command::new("taskset");
+                taskset.arg("-c").arg(list).arg(&self.bin);
+                taskset
+            }
+            None => Command::new(&self.bin),
+        };
         command
             .args(["-port", "0", "-listen", "127.0.0.1"])
             .args(&self.args)
@@ -161,6 +182,33 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Waits (up to a minute) until the daemon has served at least `tiles` tiles, by its metrics.
+    pub fn wait_for_tiles(&self, secret: &str, tiles: f64) {
+        let metrics = self.url("/metrics");
+        let auth = format!("Authorization: Bearer {secret}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = curl(&["-H", &auth, &metrics]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            let served: f64 = text
+                .lines()
+                .filter(|l| l.starts_with("xcd_tiles_total"))
+                .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+                .sum();
+            if served >= tiles {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "the daemon served {served} tiles in a minute");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends `signal` to the daemon.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, signal).expect("signal delivered");
+    }
+
     /// Sends SIGTERM and waits (up to `within`) for the daemon to exit.
     pub fn terminate(mut self, within: Duration) -> ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
@@ -178,6 +226,7 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // A stopped daemon (SIGSTOP in a test) dies of SIGKILL all the same.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -12,21 +12,29 @@
 //! - [`args`]: [`Args`], a run's parameters and arrays;
 //! - [`worker`]: the CPU worker and the GPU worker;
 //! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
+//! - [`placement`]: which kinds of worker run a block, measured once and remembered;
 //! - [`remote`]: remote workers, the devices of daemons in `XC_PAR_REMOTE`, pinned;
-//! - [`home`]: the settings file under `XCC_HOME` (pins);
+//! - [`home`]: the settings file under `XCC_HOME` (pins, placements);
 //! - [`settings`]: [`Settings`] from the environment;
-//! - [`report`]: [`RunReport`] and the `par:` lines.
+//! - [`report`]: [`RunReport`] and the `par:` lines;
+//! - [`trace`]: each run's record sent to `XC_PAR_TRACE`'s monitor.
 #![forbid(unsafe_code)]
 
 pub mod args;
 pub mod block;
 pub mod home;
+pub mod placement;
 pub mod remote;
 pub mod report;
 pub mod schedule;
 pub mod settings;
+#[cfg(test)]
+mod testing;
+mod trace;
 pub mod worker;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Instant;
 
 pub use args::Args;
@@ -39,6 +47,8 @@ use xcd_engine::WholeArray;
 use xcd_wire::DescError;
 
 use crate::args::ArrayArg;
+use crate::placement::{Choice, Kinds};
+use crate::schedule::{Done, Work};
 use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
 
 /// Why a run could not complete.
@@ -75,6 +85,11 @@ pub enum RunError {
 pub struct Par {
     settings: Settings,
     workers: Vec<Box<dyn Worker + Send>>,
+    home: home::Home,
+    /// Placements read or measured so far, by settings key.
+    placements: Mutex<HashMap<String, Kinds>>,
+    /// Sends each run's record to `XC_PAR_TRACE`'s monitor.
+    tracer: Option<trace::Tracer>,
     /// Runs the remote workers' connections; present when daemons are named.
     _runtime: Option<tokio::runtime::Runtime>,
 }
@@ -101,7 +116,6 @@ impl Par {
                 .thread_name(|i| format!("xc-cpu-{i}"))
                 .build()
                 .map_err(|e| RunError::NoWorkers(format!("cannot start the CPU worker's threads: {e}")))?;
-            lines.push(format!("par: cpu worker cpu, {} threads", pool.current_num_threads()));
             workers.push(Box::new(CpuWorker { pool }));
         }
         let mut names = vec!["cpu".to_owned()];
@@ -109,12 +123,11 @@ impl Par {
             let name = format!("gpu:{}", device.info().id);
             names.push(name.clone());
             if settings.allows_gpu(&name) {
-                let kind = if device.info().cpu { " (a CPU device)" } else { "" };
-                lines.push(format!("par: gpu worker {name}{kind}"));
                 workers.push(Box::new(GpuWorker { name, device }));
             }
         }
         lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
+        let home = home::Home::from_env(settings.home.clone());
         let mut runtime = None;
         let mut remote_errors = Vec::new();
         if settings.wants_remote() {
@@ -124,12 +137,10 @@ impl Par {
                 .enable_all()
                 .build()
                 .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
-            let home = home::Home::from_env(settings.home.clone());
             let (remotes, errors) = remote::connect_all(&rt, &settings.remote, &home, settings.secret.as_deref());
             for worker in remotes {
                 names.push(worker.name().to_owned());
                 if settings.allows_remote(worker.name()) {
-                    lines.push(worker.describe());
                     workers.push(Box::new(worker));
                 }
             }
@@ -167,7 +178,15 @@ impl Par {
                 eprintln!("{line}");
             }
         }
-        Ok(Par { settings, workers, _runtime: runtime })
+        let tracer = match settings.trace.clone().map(trace::Tracer::start) {
+            Some(Ok(tracer)) => Some(tracer),
+            Some(Err(e)) => {
+                eprintln!("par: cannot start sending runs to {}: {e}; runs are not traced", settings::XC_PAR_TRACE);
+                None
+            }
+            None => None,
+        };
+        Ok(Par { settings, workers, home, placements: Mutex::default(), tracer, _runtime: runtime })
     }
 
     /// The names of the workers that may run tiles.
@@ -175,12 +194,15 @@ impl Par {
         self.workers.iter().map(|w| w.name()).collect()
     }
 
-    /// Runs `block` over items `0..n`; results land in the arrays `args` lends.
+    /// Runs `block` over items `0..n`; results land in the arrays `args` lends. The report
+    /// names the caller's source line.
+    #[track_caller]
     pub fn run(&self, block: &Block, n: u32, args: Args<'_>) -> Result<RunReport, RunError> {
         self.run_with(block, n, args, &RunOptions::default())
     }
 
     /// [`run`](Self::run) with options (fixed tile size, progress).
+    #[track_caller]
     pub fn run_with(
         &self,
         block: &Block,
@@ -188,9 +210,11 @@ impl Par {
         args: Args<'_>,
         options: &RunOptions<'_>,
     ) -> Result<RunReport, RunError> {
+        let caller = std::panic::Location::caller();
         block.desc.validate()?;
         args.check(&block.desc, n)?;
         let started = Instant::now();
+        let wall = std::time::SystemTime::now();
         let whole = args
             .arrays
             .iter()
@@ -206,32 +230,126 @@ impl Par {
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
         };
+        let workers: Vec<&dyn Worker> = self.workers.iter().map(|w| &**w as &dyn Worker).collect();
+        let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
         let mut report = RunReport {
             block: block.desc.name.clone(),
+            source: format!("{}:{}", caller.file(), caller.line()),
             items: u64::from(n),
             elapsed: Default::default(),
             workers: Vec::new(),
+            placement: None,
         };
+        let work = Work::new(args.arrays, n);
         if n > 0 {
-            let workers: Vec<&dyn Worker> = self.workers.iter().map(|w| &**w as &dyn Worker).collect();
-            match schedule::run(&workers, &ctx, n, args.arrays, options) {
-                Ok(stats) => report.workers = stats,
-                Err(stats) => {
-                    let reasons = stats
-                        .iter()
-                        .filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name)))
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    return Err(RunError::Failed { block: block.desc.name.clone(), reasons });
-                }
+            let (left, choice) = self.schedule(&workers, &mut stats, &ctx, work, options);
+            report.placement = choice;
+            if !left.is_empty() {
+                let reasons = stats
+                    .iter()
+                    .filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name)))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return Err(RunError::Failed { block: block.desc.name.clone(), reasons });
             }
         }
+        report.workers = stats;
         report.elapsed = started.elapsed();
         if self.settings.report {
             for line in report.lines() {
                 eprintln!("{line}");
             }
         }
+        if let Some(tracer) = &self.tracer {
+            tracer.send(&report, wall);
+        }
         Ok(report)
+    }
+
+    /// Chooses the run's workers (measuring or remembering a placement where `XC_PAR=auto` leaves
+    /// a choice) and runs `work` on them; whatever they leave when they fail runs on every other
+    /// worker. Returns what is left (only when every worker failed) and how the choice was made.
+    fn schedule<'a>(
+        &self,
+        workers: &[&dyn Worker],
+        stats: &mut [WorkerStats],
+        ctx: &RunCtx,
+        mut work: Work<'a>,
+        options: &RunOptions<'_>,
+    ) -> (Work<'a>, Option<Choice>) {
+        let done = Done::new(0);
+        let mut prepared = vec![false; workers.len()];
+        let mut prepare = |stats: &mut [WorkerStats], members: &[usize]| {
+            let todo: Vec<usize> = members.iter().copied().filter(|&i| !prepared[i]).collect();
+            let chosen: Vec<&dyn Worker> = todo.iter().map(|&i| workers[i]).collect();
+            let mut taken: Vec<WorkerStats> = todo.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
+            schedule::prepare(&chosen, &mut taken, ctx);
+            for (&i, s) in todo.iter().zip(taken) {
+                stats[i] = s;
+                prepared[i] = true;
+            }
+        };
+        let kinds_of =
+            |members: &[usize]| members.iter().fold(Kinds::default(), |k, &i| k.union(Kinds::of(workers[i].name())));
+        let members_of = |stats: &[WorkerStats], kinds: Kinds| -> Vec<usize> {
+            (0..workers.len())
+                .filter(|&i| stats[i].failure.is_none() && kinds.contains(Kinds::of(workers[i].name())))
+                .collect()
+        };
+        let all: Vec<usize> = (0..workers.len()).collect();
+        let mut choice = None;
+        let mut members = all.clone();
+        if self.settings.measures() && kinds_of(&all).len() > 1 {
+            let key = placement::key(&ctx.block.desc.name, &ctx.id, ctx.items);
+            let present = kinds_of(&all);
+            match self.remembered(&key) {
+                Some(kinds) if !kinds.intersection(present).is_empty() => {
+                    let using = kinds.intersection(present);
+                    let missing = kinds.without(present);
+                    members = members_of(stats, using);
+                    choice = Some(Choice::Remembered { key, kinds, missing });
+                }
+                _ => {
+                    prepare(stats, &all);
+                    let measured = placement::measure(workers, stats, ctx, &mut work, options, &done);
+                    let kept = match measured.best {
+                        _ if measured.broken => Err("a worker failed while measuring".to_owned()),
+                        None => Err("nothing could be measured".to_owned()),
+                        Some(best) => self.remember(&key, best),
+                    };
+                    if let Some(best) = measured.best {
+                        members = members_of(stats, best);
+                    }
+                    choice = Some(Choice::Measured { key, measured, kept });
+                }
+            }
+        }
+        prepare(stats, &members);
+        work = placement::run_members(workers, stats, &members, ctx, work, options, &done);
+        if !work.is_empty() {
+            // The chosen workers failed: the rest of the run goes to every other worker.
+            prepare(stats, &all);
+            let live = members_of(stats, Kinds::ALL);
+            work = placement::run_members(workers, stats, &live, ctx, work, options, &done);
+        }
+        (work, choice)
+    }
+
+    /// The remembered placement under `key`, if any.
+    fn remembered(&self, key: &str) -> Option<Kinds> {
+        let mut cache = self.placements.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kinds) = cache.get(key) {
+            return Some(*kinds);
+        }
+        let kinds = self.home.get(key).ok().flatten().and_then(|v| Kinds::parse(&v))?;
+        cache.insert(key.to_owned(), kinds);
+        Some(kinds)
+    }
+
+    /// Keeps a measured placement; says where, or why not.
+    fn remember(&self, key: &str, kinds: Kinds) -> Result<String, String> {
+        self.placements.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_owned(), kinds);
+        self.home.set(key, Some(&kinds.to_string())).map_err(|e| e.to_string())?;
+        Ok(self.home.path().display().to_string())
     }
 }

@@ -1,7 +1,10 @@
-//! What a run did, and the `par:` lines `XC_PAR_REPORT=1` prints.
+//! What a run did, and the `par:` lines `XC_PAR_REPORT=1` prints: a line per worker that ran
+//! tiles (what it is, its share and rate), the placement decision, the run's line named by the
+//! caller's source line, and a line per worker that stopped.
 
 use std::time::Duration;
 
+use crate::placement::Choice;
 use crate::schedule::WorkerStats;
 
 /// What one run of a block did.
@@ -9,12 +12,16 @@ use crate::schedule::WorkerStats;
 pub struct RunReport {
     /// Block name.
     pub block: String,
+    /// Where the program ran it: `file:line`.
+    pub source: String,
     /// Items in the run.
     pub items: u64,
     /// Wall time of the run.
     pub elapsed: Duration,
     /// Each worker's share, failures included.
     pub workers: Vec<WorkerStats>,
+    /// How the workers were chosen, where `XC_PAR=auto` left a choice.
+    pub placement: Option<Choice>,
 }
 
 impl RunReport {
@@ -23,30 +30,38 @@ impl RunReport {
         self.workers.iter().map(|w| w.tiles).sum()
     }
 
-    /// The report's lines: the run, then one line per worker that failed.
+    /// The report's lines.
     pub fn lines(&self) -> Vec<String> {
-        let shares: Vec<String> = self
-            .workers
+        let ran: Vec<&WorkerStats> = self.workers.iter().filter(|w| w.tiles > 0).collect();
+        let mut lines: Vec<String> = ran
             .iter()
-            .filter(|w| w.tiles > 0)
             .map(|w| {
-                let rate = w.items as f64 / self.elapsed.as_secs_f64().max(1e-9) / 1e6;
-                format!("{} ({} items, {} tiles, {rate:.2} M items/s)", w.name, w.items, w.tiles)
+                let rate = w.throughput().unwrap_or_default() / 1e6;
+                format!("par: {}: {} items in {} tiles, {rate:.2} M items/s", w.about, w.items, w.tiles)
             })
             .collect();
-        let mut lines = vec![format!(
-            "par: {}: {} items in {} tiles across {} in {:.3} s",
-            self.block,
+        if let Some(choice) = &self.placement {
+            lines.push(choice.line(&self.block, self.items));
+        }
+        let names: Vec<&str> = ran.iter().map(|w| w.name.as_str()).collect();
+        let shares: Vec<String> = ran
+            .iter()
+            .map(|w| format!("{} {:.0}%", w.name, 100.0 * w.items as f64 / self.items.max(1) as f64))
+            .collect();
+        lines.push(format!(
+            "par: {}: {} items in {} tiles across {} ({:.3} s, {})",
+            self.source,
             self.items,
             self.tiles(),
-            if shares.is_empty() { "no worker".to_owned() } else { shares.join(", ") },
-            self.elapsed.as_secs_f64()
-        )];
+            if names.is_empty() { "no worker".to_owned() } else { names.join(", ") },
+            self.elapsed.as_secs_f64(),
+            if shares.is_empty() { "nothing to do".to_owned() } else { shares.join(", ") },
+        ));
         for w in &self.workers {
             if let Some(failure) = &w.failure {
                 lines.push(format!(
                     "par: {}: {} stopped ({failure}); its tiles ran on the other workers",
-                    self.block, w.name
+                    self.source, w.name
                 ));
             }
         }

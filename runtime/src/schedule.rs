@@ -1,14 +1,18 @@
-//! The tile scheduler: hands out tiles to workers dynamically, sized to each worker's speed.
+//! The tile scheduler: runs a set of items on a set of workers, handing out tiles dynamically,
+//! sized to each worker's speed.
 //!
-//! Tiles are carved from the front of the run: every per-item array the block writes is split
-//! as tiles are taken, so each tile owns its slice of the program's arrays and results land in
-//! place with no copy back. A worker that fails gives its tile back untouched and stops; the
-//! tile then runs on another worker. Tile sizes follow each worker's measured rate (aiming at
+//! The items not yet computed are a [`Work`]: tiles that own their slices of the program's
+//! arrays, in item order. Tiles are carved from its front, so each owns its slice and results
+//! land in place with no copy back. A worker that fails gives its tile back untouched and stops;
+//! the tile then runs on another worker. Tile sizes follow each worker's measured rate (aiming at
 //! [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most half of its
 //! fair share of what remains, so all workers finish close together. A worker runs as many
 //! threads as it has lanes (a remote worker: its daemon's depth, so that many tiles are in
-//! flight), all sharing the worker's statistics.
+//! flight), all sharing the worker's statistics. Statistics live with the caller, so that a run
+//! made of several calls (placement measuring) keeps each worker's rate from one to the next.
+//! Which workers run a block is [`crate::placement`]'s business, not this module's.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +25,9 @@ use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError};
 /// How long one tile should keep a worker busy once its rate is known.
 pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
 /// Smallest tile handed out while more items remain (one GPU workgroup).
-const MIN_TILE: u32 = 64;
+pub(crate) const MIN_TILE: u32 = 64;
+/// How much busy time a worker's pace remembers (older tiles fade by e each time this passes).
+const PACE_MEMORY: Duration = Duration::from_millis(250);
 /// Tiles per worker the first, unmeasured tile aims at.
 const FIRST_TILE_SHARE: u32 = 32;
 
@@ -30,6 +36,10 @@ const FIRST_TILE_SHARE: u32 = 32;
 pub struct WorkerStats {
     /// Worker name, e.g. `cpu` or `gpu:vulkan:llvmpipe (…)`.
     pub name: String,
+    /// What the worker is, for the report: `remote worker remote:…, depth 3, round trip …`.
+    pub about: String,
+    /// Tiles it runs at once.
+    pub lanes: usize,
     /// Items it computed.
     pub items: u64,
     /// Tiles it computed.
@@ -40,78 +50,145 @@ pub struct WorkerStats {
     pub failure: Option<String>,
     /// Items in its last tile: the next may be at most twice as large.
     last_tile: u32,
+    /// Items and busy seconds of its recent tiles, older ones fading with [`PACE_MEMORY`] of
+    /// busy time: its pace, which sizes its next tile. Unlike the whole-run rate it forgets the
+    /// tiny tiles measuring starts with, whose fixed costs would keep every later tile small.
+    recent: (f64, f64),
 }
 
 impl WorkerStats {
-    fn rate(&self) -> Option<f64> {
+    /// Items per second lately (see `recent`), once it has run a tile.
+    fn pace(&self) -> Option<f64> {
+        (self.recent.1 > 0.0).then(|| self.recent.0 / self.recent.1)
+    }
+
+    /// Stats for a worker that has done nothing yet.
+    pub(crate) fn new(name: &str) -> WorkerStats {
+        WorkerStats { name: name.to_owned(), lanes: 1, ..WorkerStats::default() }
+    }
+
+    /// Stats for `worker` before a run.
+    pub(crate) fn of(worker: &dyn Worker) -> WorkerStats {
+        WorkerStats { about: worker.about(), lanes: worker.lanes().max(1), ..WorkerStats::new(worker.name()) }
+    }
+
+    /// Items per second while it was running tiles (its lanes overlap, so busy time counts once
+    /// per lane).
+    pub fn throughput(&self) -> Option<f64> {
+        self.rate().map(|r| r * self.lanes.max(1) as f64)
+    }
+
+    /// Items per second of busy time, once it has run a tile.
+    pub fn rate(&self) -> Option<f64> {
         (self.items > 0 && !self.busy.is_zero()).then(|| self.items as f64 / self.busy.as_secs_f64())
     }
 }
 
-/// Tiles not yet computed: the uncarved rest of the run, and tiles given back by failed workers.
-struct Pool<'a> {
-    next: u32,
-    n: u32,
-    /// Per binding: the whole per-item input, or the uncarved tail of a written array.
-    arrays: Vec<Rest<'a>>,
-    returned: Vec<TileSlices<'a>>,
+/// Items not yet computed: tiles owning their slices of the program's arrays, in item order.
+#[derive(Debug, Default)]
+pub(crate) struct Work<'a> {
+    segments: VecDeque<TileSlices<'a>>,
+}
+
+impl<'a> Work<'a> {
+    /// All `n` items of a run over the program's arrays.
+    pub(crate) fn new(arrays: Vec<ArrayArg<'a>>, n: u32) -> Work<'a> {
+        let arrays = arrays
+            .into_iter()
+            .map(|a| match a {
+                ArrayArg::In(d) => TileArray::In(d),
+                ArrayArg::Out(d) => TileArray::Out(d),
+                ArrayArg::InOut(d) => TileArray::InOut(d),
+                ArrayArg::Whole(_) => TileArray::Whole,
+            })
+            .collect();
+        let mut segments = VecDeque::new();
+        if n > 0 {
+            segments.push_back(TileSlices { tile: Tile { start: 0, count: n }, arrays });
+        }
+        Work { segments }
+    }
+
+    /// Items left.
+    pub(crate) fn items(&self) -> u64 {
+        self.segments.iter().map(|s| u64::from(s.tile.count)).sum()
+    }
+
+    /// True when nothing is left.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Where each stretch left starts, in order.
+    #[cfg(test)]
+    pub(crate) fn starts(&self) -> Vec<u32> {
+        self.segments.iter().map(|s| s.tile.start).collect()
+    }
+
+    /// Takes up to `count` (at least one) items from the front.
+    fn take_front(&mut self, count: u32, elem: &[u32]) -> Option<TileSlices<'a>> {
+        let first = self.segments.pop_front()?;
+        let count = count.max(1);
+        if first.tile.count <= count {
+            return Some(first);
+        }
+        let (head, rest) = first.split(count, elem);
+        self.segments.push_front(rest);
+        Some(head)
+    }
+
+    /// Carves up to `count` items out of one stretch, starting at the first item left at or
+    /// after `at` (or the first item left, when none is).
+    pub(crate) fn carve(&mut self, at: u32, count: u32, elem: &[u32]) -> Work<'a> {
+        let Some(i) = self.segments.iter().position(|s| s.tile.start + s.tile.count > at).or(
+            // Nothing at or after `at`: wrap to the front.
+            if self.segments.is_empty() { None } else { Some(0) },
+        ) else {
+            return Work::default();
+        };
+        let Some(mut segment) = self.segments.remove(i) else { return Work::default() };
+        if segment.tile.start < at && at < segment.tile.start + segment.tile.count {
+            let offset = at - segment.tile.start;
+            let (left, right) = segment.split(offset, elem);
+            self.segments.insert(i, left);
+            segment = right;
+        }
+        let mut piece = Work::default();
+        let count = count.max(1);
+        if segment.tile.count > count {
+            let (head, rest) = segment.split(count, elem);
+            self.put(rest);
+            piece.segments.push_back(head);
+        } else {
+            piece.segments.push_back(segment);
+        }
+        piece
+    }
+
+    /// Puts a tile back in item order.
+    fn put(&mut self, tile: TileSlices<'a>) {
+        let at = self.segments.partition_point(|s| s.tile.start < tile.tile.start);
+        self.segments.insert(at, tile);
+    }
+
+    /// Takes back everything `other` holds.
+    pub(crate) fn absorb(&mut self, other: Work<'a>) {
+        for tile in other.segments {
+            self.put(tile);
+        }
+    }
+}
+
+/// The shared state of one call to [`run`].
+struct Pool<'w, 'a> {
+    work: Work<'a>,
+    /// Items in the work when the call began.
+    total: u64,
     in_flight: usize,
-    stats: Vec<WorkerStats>,
+    stats: &'w mut [WorkerStats],
 }
 
-enum Rest<'a> {
-    In(&'a [u8]),
-    Out(&'a mut [u8]),
-    InOut(&'a mut [u8]),
-    Whole,
-}
-
-impl<'a> Pool<'a> {
-    fn take(&mut self, count: u32, elem: &[u32]) -> Option<TileSlices<'a>> {
-        if let Some(tile) = self.returned.pop() {
-            // A tile given back by a failed worker is cut to the size this worker asked for.
-            if tile.tile.count > count.max(1) {
-                let (head, rest) = tile.split(count.max(1), elem);
-                self.returned.push(rest);
-                return Some(head);
-            }
-            return Some(tile);
-        }
-        let remaining = self.n - self.next;
-        if remaining == 0 {
-            return None;
-        }
-        let count = count.clamp(1, remaining);
-        let tile = Tile { start: self.next, count };
-        let mut arrays = Vec::with_capacity(self.arrays.len());
-        for (rest, &size) in self.arrays.iter_mut().zip(elem) {
-            let bytes = count as usize * size as usize;
-            arrays.push(match rest {
-                Rest::In(all) => {
-                    let at = self.next as usize * size as usize;
-                    TileArray::In(&all[at..at + bytes])
-                }
-                Rest::Out(tail) => {
-                    let (head, rest_tail) = std::mem::take(tail).split_at_mut(bytes);
-                    *tail = rest_tail;
-                    TileArray::Out(head)
-                }
-                Rest::InOut(tail) => {
-                    let (head, rest_tail) = std::mem::take(tail).split_at_mut(bytes);
-                    *tail = rest_tail;
-                    TileArray::InOut(head)
-                }
-                Rest::Whole => TileArray::Whole,
-            });
-        }
-        self.next += count;
-        Some(TileSlices { tile, arrays })
-    }
-
-    fn remaining(&self) -> u64 {
-        u64::from(self.n - self.next) + self.returned.iter().map(|t| u64::from(t.tile.count)).sum::<u64>()
-    }
-
+impl Pool<'_, '_> {
     /// The next tile size for worker `w`.
     fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
         if let Some(fixed) = fixed {
@@ -119,13 +196,14 @@ impl<'a> Pool<'a> {
         }
         let live: Vec<&WorkerStats> = self.stats.iter().filter(|s| s.failure.is_none()).collect();
         let workers = live.len().max(1) as f64;
-        let Some(rate) = self.stats[w].rate() else {
-            return (self.n / (FIRST_TILE_SHARE * workers as u32)).max(MIN_TILE);
+        let Some(rate) = self.stats[w].pace() else {
+            let first = self.total / (u64::from(FIRST_TILE_SHARE) * workers as u64);
+            return u32::try_from(first).unwrap_or(u32::MAX).max(MIN_TILE);
         };
-        let known: Vec<f64> = live.iter().filter_map(|s| s.rate()).collect();
+        let known: Vec<f64> = live.iter().filter_map(|s| s.pace()).collect();
         let average = known.iter().sum::<f64>() / known.len().max(1) as f64;
-        let total_rate: f64 = live.iter().map(|s| s.rate().unwrap_or(average)).sum();
-        let share = self.remaining() as f64 * rate / total_rate.max(f64::MIN_POSITIVE);
+        let total_rate: f64 = live.iter().map(|s| s.pace().unwrap_or(average)).sum();
+        let share = self.work.items() as f64 * rate / total_rate.max(f64::MIN_POSITIVE);
         let by_time = rate * TARGET_TILE.as_secs_f64();
         // A rate measured on cheap items (escape's outer pixels) would hand out a tile of costly
         // ones far too large; growing at most twofold per tile bounds that mistake.
@@ -143,46 +221,45 @@ pub struct RunOptions<'p> {
     pub progress: Option<&'p (dyn Fn(u64) + Sync)>,
 }
 
-/// Runs all `n` items of a block across `workers`; returns what each did.
+/// Items done so far in a whole run, across calls to [`run`], for the progress callback.
+pub(crate) type Done = AtomicU64;
+
+/// Runs `work` on `workers` (prepared; those with a failure recorded in `stats` sit out) and
+/// returns what is left: nothing, unless every worker failed.
 pub(crate) fn run<'a>(
     workers: &[&dyn Worker],
+    stats: &mut [WorkerStats],
     ctx: &RunCtx,
-    n: u32,
-    arrays: Vec<ArrayArg<'a>>,
+    work: Work<'a>,
     options: &RunOptions<'_>,
-) -> Result<Vec<WorkerStats>, Vec<WorkerStats>> {
+    done: &Done,
+) -> Work<'a> {
     let elem: Vec<u32> = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
-    let rests = arrays
-        .into_iter()
-        .map(|a| match a {
-            ArrayArg::In(d) => Rest::In(d),
-            ArrayArg::Out(d) => Rest::Out(d),
-            ArrayArg::InOut(d) => Rest::InOut(d),
-            ArrayArg::Whole(_) => Rest::Whole,
-        })
-        .collect();
-    let stats = workers.iter().map(|w| WorkerStats { name: w.name().to_owned(), ..WorkerStats::default() }).collect();
-    let pool = Mutex::new(Pool { next: 0, n, arrays: rests, returned: Vec::new(), in_flight: 0, stats });
+    let live: Vec<bool> = stats.iter().map(|s| s.failure.is_none()).collect();
+    let total = work.items();
+    let pool = Mutex::new(Pool { work, total, in_flight: 0, stats });
     let changed = Condvar::new();
-    let done = AtomicU64::new(0);
 
     std::thread::scope(|scope| {
-        let lanes =
-            workers.iter().enumerate().flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |_| (w, worker)));
+        let lanes = workers
+            .iter()
+            .enumerate()
+            .filter(|&(w, _)| live[w])
+            .flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |_| (w, worker)));
         for (w, worker) in lanes {
-            let (pool, changed, done, elem) = (&pool, &changed, &done, &elem);
+            let (pool, changed, elem) = (&pool, &changed, &elem);
             scope.spawn(move || {
-                if let Err(e) = worker.prepare(ctx) {
-                    fail(pool, changed, w, e, None);
-                    return;
-                }
                 let max_tile = worker.max_tile(ctx);
                 loop {
                     let mut tile = {
                         let mut p = lock(pool);
                         loop {
+                            // Another lane of this worker failed: so does this one.
+                            if p.stats[w].failure.is_some() {
+                                return;
+                            }
                             let size = p.size_for(w, options.tile_items).min(max_tile);
-                            if let Some(tile) = p.take(size, elem) {
+                            if let Some(tile) = p.work.take_front(size, elem) {
                                 p.in_flight += 1;
                                 break tile;
                             }
@@ -193,7 +270,11 @@ pub(crate) fn run<'a>(
                         }
                     };
                     let started = Instant::now();
-                    let result = worker.run_tile(ctx, &mut tile);
+                    // A panic in a worker (a bug) fails that worker, not the run: otherwise its
+                    // tile would stay in flight and every other lane would wait for it forever.
+                    let result =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run_tile(ctx, &mut tile)))
+                            .unwrap_or_else(|_| Err(WorkerError::Panicked(worker.name().to_owned())));
                     let busy = started.elapsed();
                     match result {
                         Ok(()) => {
@@ -201,13 +282,16 @@ pub(crate) fn run<'a>(
                             p.in_flight -= 1;
                             let s = &mut p.stats[w];
                             s.last_tile = s.last_tile.max(tile.tile.count);
+                            let fade = (-busy.as_secs_f64() / PACE_MEMORY.as_secs_f64()).exp();
+                            let (items, secs) = s.recent;
+                            s.recent = (items * fade + f64::from(tile.tile.count), secs * fade + busy.as_secs_f64());
                             s.items += u64::from(tile.tile.count);
                             s.tiles += 1;
                             s.busy += busy;
                             drop(p);
                             changed.notify_all();
-                            let total = done.fetch_add(u64::from(tile.tile.count), Ordering::Relaxed)
-                                + u64::from(tile.tile.count);
+                            let count = u64::from(tile.tile.count);
+                            let total = done.fetch_add(count, Ordering::Relaxed) + count;
                             if let Some(progress) = options.progress {
                                 progress(total);
                             }
@@ -221,16 +305,15 @@ pub(crate) fn run<'a>(
             });
         }
     });
-    let pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
-    if pool.remaining() > 0 { Err(pool.stats) } else { Ok(pool.stats) }
+    pool.into_inner().unwrap_or_else(|e| e.into_inner()).work
 }
 
-fn lock<'m, 'a>(pool: &'m Mutex<Pool<'a>>) -> std::sync::MutexGuard<'m, Pool<'a>> {
+fn lock<'m, 'w, 'a>(pool: &'m Mutex<Pool<'w, 'a>>) -> std::sync::MutexGuard<'m, Pool<'w, 'a>> {
     pool.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Records a worker's failure and gives its tile back for the others.
-fn fail<'a>(pool: &Mutex<Pool<'a>>, changed: &Condvar, w: usize, error: WorkerError, tile: Option<TileSlices<'a>>) {
+fn fail<'a>(pool: &Mutex<Pool<'_, 'a>>, changed: &Condvar, w: usize, error: WorkerError, tile: Option<TileSlices<'a>>) {
     let mut p = lock(pool);
     tracing::warn!(worker = %p.stats[w].name, "worker stopped: {error}");
     // The first lane to fail says why; the others fail for the same reason.
@@ -239,10 +322,28 @@ fn fail<'a>(pool: &Mutex<Pool<'a>>, changed: &Condvar, w: usize, error: WorkerEr
     }
     if let Some(tile) = tile {
         p.in_flight -= 1;
-        p.returned.push(tile);
+        p.work.put(tile);
     }
     drop(p);
     changed.notify_all();
+}
+
+/// Readies every worker for a run at once (loading the block on devices, opening streams); a
+/// worker that cannot is recorded as failed and sits the run out.
+pub(crate) fn prepare(workers: &[&dyn Worker], stats: &mut [WorkerStats], ctx: &RunCtx) {
+    let results: Vec<Result<(), WorkerError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = workers.iter().map(|w| (w.name(), scope.spawn(move || w.prepare(ctx)))).collect();
+        handles
+            .into_iter()
+            .map(|(name, h)| h.join().unwrap_or_else(|_| Err(WorkerError::Panicked(name.to_owned()))))
+            .collect()
+    });
+    for (s, result) in stats.iter_mut().zip(results) {
+        if let Err(e) = result {
+            tracing::warn!(worker = %s.name, "worker stopped: {e}");
+            s.failure.get_or_insert(e.to_string());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -250,43 +351,11 @@ mod tests {
     //! The scheduler with the real CPU worker beside a worker that fails on purpose (a device
     //! cannot be made to fail on demand here); results must equal a plain sequential loop.
 
-    use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
 
-    use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec};
-
     use super::*;
-    use crate::block::{Block, CpuTile};
+    use crate::testing::{cpu, ctx, expected};
     use crate::worker::CpuWorker;
-
-    fn square_plus(t: &mut CpuTile<'_>) {
-        let k = t.param_u32(0);
-        let x = t.read::<u32>(0);
-        for (y, &x) in t.take_write::<u32>(1).iter_mut().zip(x) {
-            *y = x.wrapping_mul(x).wrapping_add(k);
-        }
-    }
-
-    fn ctx() -> RunCtx {
-        let desc = BlockDesc {
-            name: "square_plus".into(),
-            entry: "main".into(),
-            arrays: vec![
-                ArraySpec { name: "x".into(), elem_size: 4, role: ArrayRole::PerItem(Access::In) },
-                ArraySpec { name: "y".into(), elem_size: 4, role: ArrayRole::PerItem(Access::Out) },
-            ],
-            params: vec![ParamSpec { name: "k".into(), kind: ParamKind::U32 }],
-            forms: Forms { wgsl: Some(String::new()), ..Forms::default() },
-        };
-        let id = desc.id();
-        RunCtx {
-            block: Block { desc: Arc::new(desc), cpu: square_plus },
-            id,
-            items: 0,
-            params: vec![7],
-            whole: Vec::new(),
-        }
-    }
 
     /// Runs tiles on the CPU until its `fail_at`-th tile, which it refuses.
     struct Flaky {
@@ -315,10 +384,6 @@ mod tests {
         }
     }
 
-    fn cpu() -> CpuWorker {
-        CpuWorker { pool: rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("threads") }
-    }
-
     fn flaky(fail_at: usize, max_tile: u32) -> Flaky {
         Flaky { cpu: cpu(), fail_at, seen: AtomicUsize::new(0), max_tile }
     }
@@ -332,12 +397,10 @@ mod tests {
         let mut y = vec![0u32; n as usize];
         let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
         let options = RunOptions { tile_items: tile, progress: None };
-        let result = run(workers, &ctx(), n, arrays, &options);
+        let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::new(w.name())).collect();
+        let left = run(workers, &mut stats, &ctx(), Work::new(arrays, n), &options, &Done::new(0));
+        let result = if left.is_empty() { Ok(stats) } else { Err(stats) };
         (y, result)
-    }
-
-    fn expected(n: u32) -> Vec<u32> {
-        (0..n).map(|i| i.wrapping_mul(2_654_435_761)).map(|x| x.wrapping_mul(x).wrapping_add(7)).collect()
     }
 
     #[test]
@@ -402,22 +465,14 @@ mod tests {
     fn tiles_grow_at_most_twofold() {
         let (a, b) = (cpu(), flaky(usize::MAX, u32::MAX));
         let n = 2_000_000;
-        let mut pool = Pool {
-            next: 0,
-            n,
-            arrays: Vec::new(),
-            returned: Vec::new(),
-            in_flight: 0,
-            stats: vec![
-                WorkerStats { name: "a".into(), ..Default::default() },
-                WorkerStats { name: "b".into(), ..Default::default() },
-            ],
-        };
+        let mut stats = vec![WorkerStats::new("a"), WorkerStats::new("b")];
+        let pool = Pool { work: Work::new(Vec::new(), n), total: u64::from(n), in_flight: 0, stats: &mut stats };
         // A first tile that ran absurdly fast: the next is still at most twice its size.
         pool.stats[0].items = 1_000;
         pool.stats[0].tiles = 1;
         pool.stats[0].busy = std::time::Duration::from_nanos(1);
         pool.stats[0].last_tile = 1_000;
+        pool.stats[0].recent = (1_000.0, 1e-9);
         assert_eq!(pool.size_for(0, None), 2_000);
         let (y, result) = run_with(&[&a, &b], 300_000, None);
         result.expect("completes");
@@ -444,5 +499,64 @@ mod tests {
             assert_eq!(y, expected(n), "n = {n}");
             assert_eq!(stats.iter().map(|s| s.items).sum::<u64>(), u64::from(n));
         }
+    }
+
+    /// The items a work holds, as (start, count) stretches.
+    fn stretches(work: &Work<'_>) -> Vec<(u32, u32)> {
+        work.segments.iter().map(|s| (s.tile.start, s.tile.count)).collect()
+    }
+
+    #[test]
+    fn carving_takes_one_stretch_at_the_position_and_absorbing_restores_the_rest() {
+        let elem = [4u32];
+        let mut y = vec![0u32; 1_000];
+        let mut work = Work::new(vec![ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))], 1_000);
+        let a = work.carve(500, 100, &elem);
+        assert_eq!(stretches(&a), [(500, 100)]);
+        assert_eq!(stretches(&work), [(0, 500), (600, 400)]);
+        // A piece that runs into the end of a stretch stops there.
+        let b = work.carve(450, 100, &elem);
+        assert_eq!(stretches(&b), [(450, 50)]);
+        // A position inside a gap starts at the next item left; past the end wraps to the front.
+        let c = work.carve(520, 10, &elem);
+        assert_eq!(stretches(&c), [(600, 10)]);
+        let d = work.carve(2_000, 10, &elem);
+        assert_eq!(stretches(&d), [(0, 10)]);
+        assert_eq!(work.items(), 1_000 - 170);
+        for piece in [c, a, d, b] {
+            work.absorb(piece);
+        }
+        assert_eq!(stretches(&work), [(0, 10), (10, 440), (450, 50), (500, 100), (600, 10), (610, 390)]);
+        assert_eq!(work.items(), 1_000);
+        // Each stretch still owns exactly its slice of the array.
+        for s in &work.segments {
+            let TileArray::Out(d) = &s.arrays[0] else { panic!("an output array") };
+            assert_eq!(d.len(), s.tile.count as usize * 4);
+        }
+        assert!(Work::default().carve(0, 10, &elem).is_empty());
+    }
+
+    #[test]
+    fn a_run_over_carved_pieces_fills_each_in_place() {
+        let n: u32 = 10_000;
+        let x: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let mut y = vec![0u32; n as usize];
+        let elem = [4u32, 4];
+        let mut work =
+            Work::new(vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))], n);
+        let worker = cpu();
+        let workers: [&dyn Worker; 1] = [&worker];
+        let mut stats = vec![WorkerStats::new("cpu")];
+        let done = Done::new(0);
+        for at in [5_000, 2_500, 7_500, 1_250] {
+            let piece = work.carve(at, 700, &elem);
+            let left = run(&workers, &mut stats, &ctx(), piece, &RunOptions::default(), &done);
+            assert!(left.is_empty());
+        }
+        assert_eq!(done.load(Ordering::Relaxed), 2_800);
+        let left = run(&workers, &mut stats, &ctx(), work, &RunOptions::default(), &done);
+        assert!(left.is_empty());
+        assert_eq!(y, expected(n));
+        assert_eq!(stats[0].items, u64::from(n));
     }
 }

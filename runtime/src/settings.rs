@@ -17,6 +17,8 @@ pub const XC_PAR: &str = "XC_PAR";
 pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
 /// `XC_PAR_SECRET`: the secret the daemons require.
 pub const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
+/// `XC_PAR_TRACE`: a monitor (`host:port`, xcmon's port 7482) that gets a record of each run.
+pub const XC_PAR_TRACE: &str = "XC_PAR_TRACE";
 /// `XCC_HOME`: where settings and pins live (default `~/.xcc`).
 pub const XCC_HOME: &str = "XCC_HOME";
 
@@ -85,6 +87,8 @@ pub struct Settings {
     pub secret: Option<String>,
     /// `XCC_HOME`, if set.
     pub home: Option<String>,
+    /// `XC_PAR_TRACE`, as `host:port`.
+    pub trace: Option<String>,
 }
 
 impl Settings {
@@ -140,9 +144,24 @@ impl Settings {
                 )));
             }
         }
+        if let Some(value) = env.var(XC_PAR_TRACE).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+            if !value.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok()) {
+                return Err(RunError::Settings(format!(
+                    "{XC_PAR_TRACE}={value}: name the monitor as host:port, e.g. monitor-host:{}",
+                    xcd_wire::trace::TRACE_PORT
+                )));
+            }
+            settings.trace = Some(value);
+        }
         settings.secret = env.var(XC_PAR_SECRET).filter(|s| !s.is_empty());
         settings.home = env.var(XCC_HOME);
         Ok(settings)
+    }
+
+    /// Whether runs measure and remember which kinds of worker to use: only under `XC_PAR=auto`
+    /// with no `XC_PAR_WORKERS`, since every other setting names the workers itself.
+    pub fn measures(&self) -> bool {
+        self.mode == ParMode::Auto && self.workers.is_empty()
     }
 
     /// Whether the CPU worker may run tiles.
@@ -235,5 +254,9 @@ mod tests {
         assert!(e.contains("use local, cpu, gpu, remote"), "{e}");
         let e = Settings::read(&env(&[("XC_PAR_REPORT", "loud")])).expect_err("refused").to_string();
         assert!(e.contains("use 1"), "{e}");
+        let e = Settings::read(&env(&[("XC_PAR_TRACE", "monitor-host")])).expect_err("refused").to_string();
+        assert!(e.contains("host:port"), "{e}");
+        let s = Settings::read(&env(&[("XC_PAR_TRACE", "monitor-host:7482")])).expect("valid");
+        assert_eq!(s.trace.as_deref(), Some("monitor-host:7482"));
     }
 }

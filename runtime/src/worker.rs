@@ -92,12 +92,19 @@ pub enum WorkerError {
     /// The device returned results of the wrong size.
     #[error("{0} returned {1} bytes where {2} were expected")]
     ShortResult(String, usize, usize),
+    /// The worker's code panicked (a bug, reported rather than taking the program down).
+    #[error("{0} panicked (a bug: please report it)")]
+    Panicked(String),
 }
 
 /// Something that runs tiles.
 pub(crate) trait Worker: Sync {
     /// The name reports use: `cpu`, `gpu:<device id>`.
     fn name(&self) -> &str;
+    /// What the worker is, for the report: `gpu worker gpu:…`.
+    fn about(&self) -> String {
+        format!("worker {}", self.name())
+    }
     /// Tiles this worker runs at once, each on its own thread (a remote worker's depth).
     fn lanes(&self) -> usize {
         1
@@ -120,6 +127,10 @@ pub(crate) struct CpuWorker {
 impl Worker for CpuWorker {
     fn name(&self) -> &str {
         "cpu"
+    }
+
+    fn about(&self) -> String {
+        format!("cpu worker cpu, {} threads", self.pool.current_num_threads())
     }
 
     fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
@@ -169,6 +180,11 @@ pub(crate) struct GpuWorker {
 impl Worker for GpuWorker {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn about(&self) -> String {
+        let kind = if self.device.info().cpu { " (a CPU device)" } else { "" };
+        format!("gpu worker {}{kind}", self.name)
     }
 
     fn max_tile(&self, ctx: &RunCtx) -> u32 {

@@ -10,7 +10,8 @@
 //! - [`forms`]: [`Forms`], the kernel forms a block carries;
 //! - [`device`]: [`DeviceInfo`], what a device is and how much memory it has;
 //! - [`layout`]: [`Layout`] and [`VERSION`], what two sides must agree on;
-//! - [`tile`]: [`Tile`] and the uniform words a kernel sees.
+//! - [`tile`]: [`Tile`] and the uniform words a kernel sees;
+//! - [`trace`]: [`trace::TraceRun`], what a program tells its monitor about each run.
 #![forbid(unsafe_code)]
 
 pub mod block;
@@ -20,6 +21,7 @@ pub mod frame;
 pub mod layout;
 pub mod rest;
 pub mod tile;
+pub mod trace;
 
 pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
 pub use device::{BackendKind, DeviceInfo};

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::Duration;
 
 use xcd_e2e::{Daemon, DaemonBuilder};
 
@@ -165,6 +164,18 @@ fn two_daemons_share_a_block() {
 
 #[test]
 fn a_daemon_killed_mid_run_leaves_the_same_total() {
+    a_daemon_lost_mid_run(nix::sys::signal::Signal::SIGKILL, "stopped");
+}
+
+#[test]
+fn a_daemon_that_stalls_without_closing_leaves_the_same_total() {
+    // SIGSTOP: the connection stays open and nothing more comes back. Each tile has a deadline.
+    a_daemon_lost_mid_run(nix::sys::signal::Signal::SIGSTOP, "the daemon stopped answering");
+}
+
+/// Sends `signal` to a daemon once it has served a few tiles of a run; the run must complete
+/// with the local GPU's total and the report must say `said`.
+fn a_daemon_lost_mid_run(signal: nix::sys::signal::Signal, said: &str) {
     let daemon = xcd().secret(SECRET).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let size = ["--width", "2048", "--height", "2048", "--max-iter", "1000"];
@@ -184,32 +195,15 @@ fn a_daemon_killed_mid_run_leaves_the_same_total() {
         .spawn()
         .expect("escape starts");
     // Kill it once it has served a few tiles, while the run is under way.
-    let metrics = daemon.url("/metrics");
-    let auth = format!("Authorization: Bearer {SECRET}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = xcd_e2e::curl(&["-H", &auth, &metrics]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        let served: f64 = text
-            .lines()
-            .filter(|l| l.starts_with("xcd_tiles_total"))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-            .sum();
-        if served >= 3.0 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the daemon served no tiles");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = nix::unistd::Pid::from_raw(daemon.pid() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("killed");
+    daemon.wait_for_tiles(SECRET, 3.0);
+    daemon.signal(signal);
     let out = child.wait_with_output().expect("escape ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let total: Option<u64> = String::from_utf8_lossy(&out.stdout).lines().last().and_then(|l| l.trim().parse().ok());
     assert_eq!(total, Some(want), "{stderr}");
     assert!(
-        stderr.contains("stopped") && stderr.contains("its tiles ran on the other workers"),
+        stderr.contains(said) && stderr.contains("its tiles ran on the other workers"),
         "the report says so: {stderr}"
     );
 }
@@ -235,4 +229,43 @@ fn a_daemon_of_another_version_is_refused_with_both_named() {
         &SIZE,
     );
     assert!(!run.ok && run.stderr.contains("a different xcc version"), "{}", run.stderr);
+}
+
+#[test]
+fn the_first_run_measures_and_the_second_uses_the_remembered_placement() {
+    let daemon = xcd().secret(SECRET).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("localhost:{}", daemon.port);
+    let env = [("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", remote.as_str())];
+    let size = ["--width", "2048", "--height", "2048", "--max-iter", "500"];
+    let want = escape(home.path(), &[("XC_PAR_WORKERS", "gpu")], &size).total.expect("the local GPU's total");
+    let first = escape(home.path(), &env, &size);
+    assert!(first.ok, "{}", first.stderr);
+    assert_eq!(first.total, Some(want), "{}", first.stderr);
+    // Every kind present was measured: cpu, the local GPU, the daemon (and the sets of them
+    // that could be worth it).
+    let placement = first.stderr.lines().find(|l| l.starts_with("par: placement")).expect("a placement line");
+    assert!(placement.starts_with("par: placement of escape at 2^22 items: calibrated cpu "), "{placement}");
+    for kinds in [", gpu ", ", remote "] {
+        assert!(placement.contains(kinds), "measured {kinds}: {placement}");
+    }
+    let settings = std::fs::read_to_string(home.path().join("settings.toml")).expect("a settings file");
+    let line = settings.lines().find(|l| l.starts_with("\"placement.escape.")).expect("a placement kept");
+    assert!(line.contains(".22\" = "), "{settings}");
+    let kept = line.rsplit('"').nth(1).expect("a value").to_owned();
+    assert!(placement.contains(&format!("keeping {kept} as ")), "{placement}");
+
+    let second = escape(home.path(), &env, &size);
+    assert!(second.ok, "{}", second.stderr);
+    assert_eq!(second.total, Some(want), "{}", second.stderr);
+    assert!(second.stderr.contains(&format!("escape at 2^22 items: {kept}, remembered as ")), "{}", second.stderr);
+    assert!(!second.stderr.contains("measured"), "{}", second.stderr);
+    // Another problem size is measured afresh.
+    let third = escape(home.path(), &env, &SIZE);
+    assert!(third.stderr.contains("par: placement of escape at 2^20 items: "), "{}", third.stderr);
+    assert!(!third.stderr.contains("remembered"), "{}", third.stderr);
+    // XC_PAR=gpus does not measure: every GPU, local and remote.
+    let gpus = escape(home.path(), &[env[0], env[1], ("XC_PAR", "gpus")], &size);
+    assert!(!gpus.stderr.contains("par: placement"), "{}", gpus.stderr);
+    assert_eq!(gpus.total, Some(want));
 }

@@ -87,7 +87,7 @@ pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Fo
                 RemoteError::Layout { .. } => "layout",
                 RemoteError::Declined { .. } => "capacity",
                 RemoteError::NoForm { .. } => "forms",
-                RemoteError::Failed { .. } => "daemon",
+                RemoteError::Failed { .. } | RemoteError::Stalled { .. } => "daemon",
             };
             let passed: &[&str] = match failed_at {
                 "secret" => &["tls+pin"],

@@ -19,6 +19,10 @@ use crate::home::{Home, describe};
 
 /// How long connecting and the first answers may take.
 const CONNECT: Duration = Duration::from_secs(5);
+/// How long a request other than a tile stream may take, before the bytes it uploads.
+const REQUEST: Duration = Duration::from_secs(15);
+/// The slowest upload rate a request allows for (bytes per second) before it counts as stalled.
+const SLOWEST_UPLOAD: u64 = 256 * 1024;
 
 /// A daemon this program is connected to.
 pub(crate) struct Daemon {
@@ -162,10 +166,13 @@ impl Daemon {
 
     /// Sends a request; a problem answer becomes the matching error.
     pub(crate) async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, RemoteError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| RemoteError::Unreachable { addr: self.addr.clone(), reason: error_chain(&e) })?;
+        let response = request.send().await.map_err(|e| {
+            if e.is_timeout() && !e.is_connect() {
+                RemoteError::Stalled { addr: self.addr.clone(), secs: REQUEST.as_secs_f64() }
+            } else {
+                RemoteError::Unreachable { addr: self.addr.clone(), reason: error_chain(&e) }
+            }
+        })?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -178,7 +185,7 @@ impl Daemon {
     }
 
     async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
-        let response = self.send(self.request(reqwest::Method::GET, path)).await?;
+        let response = self.send(self.request(reqwest::Method::GET, path).timeout(REQUEST)).await?;
         response
             .json()
             .await
@@ -189,14 +196,15 @@ impl Daemon {
     pub(crate) async fn prepare(&self, id: BlockId, desc: &BlockDesc, whole: &[WholeArray]) -> Result<(), RemoteError> {
         let known = self.registered.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
         if !known {
-            self.send(self.request(reqwest::Method::POST, "/v1/blocks").json(desc)).await?;
+            self.send(self.request(reqwest::Method::POST, "/v1/blocks").json(desc).timeout(REQUEST)).await?;
             self.registered.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
         }
         for array in whole {
             let held = self.arrays.lock().unwrap_or_else(|e| e.into_inner()).contains(&array.hash);
             if !held {
                 let path = format!("/v1/arrays/{}", hex::encode(array.hash));
-                self.send(self.request(reqwest::Method::PUT, &path).body(array.data.to_vec())).await?;
+                let wait = REQUEST + Duration::from_secs(array.data.len() as u64 / SLOWEST_UPLOAD);
+                self.send(self.request(reqwest::Method::PUT, &path).body(array.data.to_vec()).timeout(wait)).await?;
                 self.arrays.lock().unwrap_or_else(|e| e.into_inner()).insert(array.hash);
             }
         }
@@ -217,7 +225,10 @@ impl Daemon {
             .header(xcd_wire::rest::RUN_ITEMS_HEADER, run_items)
             .header(reqwest::header::CONTENT_TYPE, xcd_wire::rest::FRAMES_MEDIA_TYPE)
             .body(body);
-        self.send(request).await
+        // The daemon answers a stream's headers at once; the body then runs as long as the run.
+        tokio::time::timeout(REQUEST, self.send(request))
+            .await
+            .map_err(|_| RemoteError::Stalled { addr: self.addr.clone(), secs: REQUEST.as_secs_f64() })?
     }
 }
 

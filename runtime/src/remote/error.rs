@@ -2,7 +2,7 @@
 //! connect"): each says what happened and what to do.
 
 /// A daemon refused, declined, or could not be reached.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RemoteError {
     /// No connection.
     #[error(
@@ -71,6 +71,15 @@ pub enum RemoteError {
         addr: String,
         /// The daemon's words.
         detail: String,
+    },
+    /// A tile had no answer long after it should have (a daemon stopped, hung or cut off
+    /// without closing the connection).
+    #[error("{addr}: the daemon stopped answering (no result for a tile in {secs:.1} s)")]
+    Stalled {
+        /// `host:port`.
+        addr: String,
+        /// How long the tile waited.
+        secs: f64,
     },
     /// Anything else the daemon said, or a stream that broke.
     #[error("{addr}: {detail}")]

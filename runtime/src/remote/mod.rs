@@ -12,8 +12,9 @@ pub(crate) mod pin;
 pub(crate) mod stream;
 
 use std::net::ToSocketAddrs;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 pub use error::RemoteError;
@@ -35,17 +36,36 @@ pub(crate) struct RemoteWorker {
     /// The open stream and the block it is for; reopened for another block or once it ends.
     stream: Mutex<Option<(BlockId, Arc<TileStream>)>>,
     next_tag: AtomicU32,
+    /// Recent seconds per item from sending a tile to its result (f64 bits; 0 before the first).
+    per_item: AtomicU64,
+    /// Set when the daemon stopped answering: it gets no more tiles from this program.
+    stalled: Mutex<Option<RemoteError>>,
 }
 
+/// The shortest wait for a tile's result before the daemon counts as stalled.
+const STALL_FLOOR: Duration = Duration::from_secs(5);
+/// The wait for the first tile's result, before any is timed.
+const FIRST_TILE_WAIT: Duration = Duration::from_secs(60);
+/// How many times its expected time a tile may take.
+const STALL_FACTOR: f64 = 10.0;
+
 impl RemoteWorker {
-    /// A line for the report: name, depth, round trip.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "par: remote worker {}, depth {}, round trip {:.2} ms",
-            self.name,
-            self.daemon.depth,
-            self.daemon.rtt.as_secs_f64() * 1e3
-        )
+    /// How long a tile of `count` items may wait for its result.
+    fn deadline(&self, count: u32) -> Duration {
+        let per_item = f64::from_bits(self.per_item.load(Ordering::Relaxed));
+        if per_item <= 0.0 {
+            return FIRST_TILE_WAIT;
+        }
+        let expected = Duration::from_secs_f64((per_item * f64::from(count) * STALL_FACTOR).min(3600.0));
+        expected.max(STALL_FLOOR)
+    }
+
+    /// Folds one tile's time into the recent time per item.
+    fn timed(&self, count: u32, took: Duration) {
+        let sample = took.as_secs_f64() / f64::from(count.max(1));
+        let old = f64::from_bits(self.per_item.load(Ordering::Relaxed));
+        let new = if old <= 0.0 { sample } else { 0.75 * old + 0.25 * sample };
+        self.per_item.store(new.to_bits(), Ordering::Relaxed);
     }
 }
 
@@ -102,6 +122,8 @@ pub(crate) fn connect_all(
                         runtime: runtime.handle().clone(),
                         stream: Mutex::new(None),
                         next_tag: AtomicU32::new(0),
+                        per_item: AtomicU64::new(0),
+                        stalled: Mutex::new(None),
                     });
                 }
             }
@@ -138,6 +160,15 @@ impl Worker for RemoteWorker {
         &self.name
     }
 
+    fn about(&self) -> String {
+        format!(
+            "remote worker {}, depth {}, round trip {:.2} ms",
+            self.name,
+            self.daemon.depth,
+            self.daemon.rtt.as_secs_f64() * 1e3
+        )
+    }
+
     fn lanes(&self) -> usize {
         self.daemon.depth as usize
     }
@@ -149,6 +180,9 @@ impl Worker for RemoteWorker {
     }
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
+        if let Some(stalled) = self.stalled.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Err(stalled.into());
+        }
         let mut slot = self.stream.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, stream)) = slot.as_ref() {
             if *id == ctx.id && !stream.is_closed() {
@@ -190,11 +224,25 @@ impl Worker for RemoteWorker {
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed) % UNKNOWN_TAG;
         let wholes: Vec<[u8; 32]> = ctx.whole.iter().map(|w| w.hash).collect();
         let frame = encode_tile(tag, tile.tile, &ctx.params, &wholes, &inputs);
+        let sent = Instant::now();
         let answer = stream.send(tag, Bytes::from(frame))?;
-        let outputs = answer.blocking_recv().map_err(|_| RemoteError::Failed {
-            addr: self.daemon.addr.clone(),
-            detail: "the tile stream ended".into(),
-        })??;
+        let wait = self.deadline(tile.tile.count);
+        // The timer must be made inside the runtime, hence the async block.
+        let outputs = match self.runtime.block_on(async move { tokio::time::timeout(wait, answer).await }) {
+            Ok(answer) => answer.map_err(|_| RemoteError::Failed {
+                addr: self.daemon.addr.clone(),
+                detail: "the tile stream ended".into(),
+            })??,
+            Err(_) => {
+                let stalled = RemoteError::Stalled { addr: self.daemon.addr.clone(), secs: wait.as_secs_f64() };
+                *self.stalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(stalled.clone());
+                // Every other tile waiting on this stream fails now rather than at its own deadline.
+                stream.abort();
+                self.stream.lock().unwrap_or_else(|e| e.into_inner()).take();
+                return Err(stalled.into());
+            }
+        };
+        self.timed(tile.tile.count, sent.elapsed());
         let want: usize =
             tile.arrays.iter().map(|a| if let TileArray::Out(d) | TileArray::InOut(d) = a { d.len() } else { 0 }).sum();
         if outputs.len() != want {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use xcd_wire::frame::STREAM_TAG;
 use xcd_wire::{BlockId, FrameSplitter, ResultFrame};
 
@@ -30,6 +30,7 @@ struct Pending {
 pub(crate) struct TileStream {
     requests: mpsc::UnboundedSender<Pending>,
     closed: Arc<AtomicBool>,
+    abort: Arc<Notify>,
     addr: String,
 }
 
@@ -46,13 +47,20 @@ impl TileStream {
         let response = daemon.open_stream(id, device, run_items, reqwest::Body::wrap_stream(body)).await?;
         let (requests, rx) = mpsc::unbounded_channel();
         let closed = Arc::new(AtomicBool::new(false));
-        tokio::spawn(serve(daemon.addr.clone(), response, body_tx, rx, closed.clone()));
-        Ok(TileStream { requests, closed, addr: daemon.addr.clone() })
+        let abort = Arc::new(Notify::new());
+        tokio::spawn(serve(daemon.addr.clone(), response, body_tx, rx, closed.clone(), abort.clone()));
+        Ok(TileStream { requests, closed, abort, addr: daemon.addr.clone() })
     }
 
     /// True once the stream has ended; a new one must be opened.
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Gives up on the stream (the daemon stopped answering): every tile waiting on it is
+    /// answered with that reason at once.
+    pub(crate) fn abort(&self) {
+        self.abort.notify_one();
     }
 
     /// Sends one tile frame; the answer comes on the returned receiver.
@@ -71,6 +79,7 @@ async fn serve(
     body: mpsc::Sender<Result<Bytes, std::io::Error>>,
     mut requests: mpsc::UnboundedReceiver<Pending>,
     closed: Arc<AtomicBool>,
+    abort: Arc<Notify>,
 ) {
     let mut pending: HashMap<u32, oneshot::Sender<Answer>> = HashMap::new();
     let mut results = response.bytes_stream();
@@ -78,6 +87,7 @@ async fn serve(
     let failed = |detail: String| RemoteError::Failed { addr: addr.clone(), detail };
     let reason: RemoteError = 'stream: loop {
         tokio::select! {
+            () = abort.notified() => break 'stream failed("the daemon stopped answering".into()),
             request = requests.recv() => match request {
                 Some(p) => {
                     if body.send(Ok(p.frame)).await.is_err() {

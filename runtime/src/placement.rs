@@ -1,0 +1,644 @@
+//! Placement: which kinds of worker (this machine's CPU, its GPUs, the daemons' GPUs) run a
+//! block, measured on the block's first run and remembered for later ones.
+//!
+//! Measuring happens while the run computes, not by running the block once per choice. Every
+//! candidate (each non-empty set of the kinds present) takes turns running a piece of the run
+//! alone, so that the rate of "all together" is its real contended rate, not the sum of rates
+//! measured side by side (llvmpipe and the CPU form share this machine's cores). A piece is a comb
+//! of [`TEETH`] short stretches, one in each of as many equal strata of the run: a block's cost
+//! per item can vary wildly along the run (escape's pixels inside the set cost the full iteration
+//! count, those outside a few), so every candidate must sample the whole run alike, or the one
+//! measured on cheap items wins. A round gives each candidate about
+//! [`SLICE_MIN`]–[`SLICE_MAX`] of work; clearly slower candidates drop out after each round, and
+//! measuring stops once it has used [`BUDGET`] of the best candidate's estimated time for the
+//! whole run. The rest of the run goes to the fastest.
+//!
+//! Owns the candidates, the measuring rounds and the settings key
+//! (`placement.<block>.<id>.<log2 n>`). Cutting pieces into tiles is [`crate::schedule`]'s
+//! business; this module must not read or write the settings file except through
+//! [`crate::home::Home`].
+
+use std::time::{Duration, Instant};
+
+use xcd_wire::BlockId;
+
+use crate::schedule::{self, Done, MIN_TILE, RunOptions, Work, WorkerStats};
+use crate::worker::{RunCtx, Worker};
+
+/// The shortest time a candidate's piece should take to count as a measurement.
+const SLICE_MIN: Duration = Duration::from_millis(12);
+/// The longest.
+const SLICE_MAX: Duration = Duration::from_millis(40);
+/// A piece aims at this share of the best candidate's estimated whole-run time.
+const SLICE_SHARE: f64 = 1.0 / 80.0;
+/// Share of the best candidate's estimated whole-run time that measuring may take.
+const BUDGET: f64 = 0.1;
+/// After round `r`, a candidate slower than `KEEP[r]` of the best stops being measured (round 0
+/// calibrates each kind alone; its figures only size pieces and drop hopeless kinds).
+const KEEP: [f64; 4] = [0.5, 0.8, 0.9, 1.0];
+/// A set of kinds is measured only if the sum of its members' rates beats the best single kind
+/// by this factor: otherwise it cannot be worth its members' contention and tail.
+const WORTH: f64 = 1.1;
+/// Stretches in one measuring piece, one per stratum of the run.
+const TEETH: u32 = 8;
+
+/// A set of kinds of worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Kinds(u8);
+
+impl Kinds {
+    const CPU: u8 = 1;
+    const GPU: u8 = 2;
+    const REMOTE: u8 = 4;
+    const NAMES: [(u8, &'static str); 3] = [(Self::CPU, "cpu"), (Self::GPU, "gpu"), (Self::REMOTE, "remote")];
+
+    /// The kind of the worker with this report name.
+    pub(crate) fn of(worker: &str) -> Kinds {
+        if worker.starts_with("remote:") {
+            Kinds(Self::REMOTE)
+        } else if worker.starts_with("gpu:") {
+            Kinds(Self::GPU)
+        } else {
+            Kinds(Self::CPU)
+        }
+    }
+
+    /// Every kind.
+    pub(crate) const ALL: Kinds = Kinds(Self::CPU | Self::GPU | Self::REMOTE);
+
+    /// This set less `other`'s kinds.
+    pub(crate) fn without(self, other: Kinds) -> Kinds {
+        Kinds(self.0 & !other.0)
+    }
+
+    /// Both sets together.
+    pub(crate) fn union(self, other: Kinds) -> Kinds {
+        Kinds(self.0 | other.0)
+    }
+
+    /// What both sets hold.
+    pub(crate) fn intersection(self, other: Kinds) -> Kinds {
+        Kinds(self.0 & other.0)
+    }
+
+    /// True when `other`'s kinds are all in this set.
+    pub(crate) fn contains(self, other: Kinds) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// True for the empty set.
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many kinds.
+    pub(crate) fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// Every non-empty subset, smallest first.
+    pub(crate) fn subsets(self) -> Vec<Kinds> {
+        let mut all: Vec<Kinds> = (1..8u8).filter(|m| m & !self.0 == 0).map(Kinds).collect();
+        all.sort_by_key(|k| (k.len(), k.0));
+        all
+    }
+
+    /// Parses what [`Display`](std::fmt::Display) writes: `gpu`, `cpu+remote`, …
+    pub(crate) fn parse(text: &str) -> Option<Kinds> {
+        let mut bits = 0;
+        for part in text.split('+') {
+            bits |= Self::NAMES.iter().find(|(_, name)| *name == part.trim())?.0;
+        }
+        (bits != 0).then_some(Kinds(bits))
+    }
+}
+
+impl std::fmt::Display for Kinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = Self::NAMES.iter().filter(|(bit, _)| self.0 & bit != 0).map(|(_, n)| *n).collect();
+        f.write_str(&names.join("+"))
+    }
+}
+
+/// The settings key of a block's placement at a problem size: by name (for people), id (so a
+/// changed kernel measures again) and the size's power of two.
+pub(crate) fn key(block: &str, id: &BlockId, n: u32) -> String {
+    let name: String =
+        block.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let id = id.to_string();
+    format!("placement.{name}.{}.{}", &id[..12.min(id.len())], n.max(1).ilog2())
+}
+
+/// What measuring found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// The fastest candidate, if any could be measured.
+    pub best: Option<Kinds>,
+    /// Each candidate's rate in items per second, where it was measured.
+    pub rates: Vec<(Kinds, Option<f64>)>,
+    /// Each kind's rate alone from calibration (shorter pieces, so only roughly comparable).
+    pub calibrated: Vec<(Kinds, f64)>,
+    /// A worker failed while measuring: the figures say little about a later run.
+    pub broken: bool,
+    /// Seconds spent measuring.
+    pub seconds: f64,
+    /// Items computed while measuring.
+    pub items: u64,
+}
+
+struct Candidate {
+    kinds: Kinds,
+    members: Vec<usize>,
+    /// Items its next piece holds.
+    size: u32,
+    items: u64,
+    secs: f64,
+    dropped: bool,
+    broken: bool,
+    /// Whether it has run a piece yet: the first one (a device's first tile compiles pipelines
+    /// and grows buffers) never counts.
+    warm: bool,
+    /// Its rate from calibration (round 0), which sizes its pieces but is not compared: a
+    /// calibration piece is shorter than the measured ones, so fixed costs weigh more in it.
+    guess: Option<f64>,
+}
+
+impl Candidate {
+    fn rate(&self) -> Option<f64> {
+        (self.secs > 0.0).then(|| self.items as f64 / self.secs)
+    }
+
+    fn in_play(&self) -> bool {
+        !self.dropped && !self.broken
+    }
+}
+
+/// Runs `work` on the workers at `members` alone; returns what is left (only when they all failed).
+pub(crate) fn run_members<'a>(
+    workers: &[&dyn Worker],
+    stats: &mut [WorkerStats],
+    members: &[usize],
+    ctx: &RunCtx,
+    work: Work<'a>,
+    options: &RunOptions<'_>,
+    done: &Done,
+) -> Work<'a> {
+    let chosen: Vec<&dyn Worker> = members.iter().map(|&i| workers[i]).collect();
+    let mut taken: Vec<WorkerStats> = members.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
+    let left = schedule::run(&chosen, &mut taken, ctx, work, options, done);
+    for (&i, s) in members.iter().zip(taken) {
+        stats[i] = s;
+    }
+    left
+}
+
+/// A well-mixed 64-bit value from `x` (splitmix64's finaliser): where a tooth goes.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Carves a comb of about `size` items out of `work`: [`TEETH`] stretches, one in each stratum
+/// of `0..n`, at the first item left from a random place in it (`seed` picks the places). The
+/// combs of one measuring run share the places, so each stratum loses one growing stretch to
+/// measuring rather than many scattered ones: the rest of the run stays in long stretches,
+/// which make long tiles.
+fn comb<'a>(work: &mut Work<'a>, n: u32, size: u32, seed: u64, elem: &[u32]) -> Work<'a> {
+    let tooth = (size / TEETH).max(MIN_TILE);
+    let stratum = u64::from(n).div_ceil(u64::from(TEETH)).max(1);
+    let mut piece = Work::default();
+    for j in 0..u64::from(TEETH) {
+        let at = j * stratum + mix(seed.wrapping_mul(u64::from(TEETH)).wrapping_add(j)) % stratum;
+        piece.absorb(work.carve(u32::try_from(at).unwrap_or(u32::MAX), tooth, elem));
+    }
+    piece
+}
+
+/// What one measuring piece came to.
+enum Step {
+    /// It took long enough to count, and was counted.
+    Counted,
+    /// Too short to count (or the candidate's first): go again with the size it suggests.
+    Again,
+    /// A worker failed, or no work is left: stop measuring this candidate.
+    Stop,
+    /// No work is left at all.
+    Done,
+}
+
+/// The state of one measuring run: what every piece needs.
+struct Measuring<'m, 'w, 'a> {
+    workers: &'m [&'w dyn Worker],
+    stats: &'m mut [WorkerStats],
+    ctx: &'m RunCtx,
+    work: &'m mut Work<'a>,
+    options: &'m RunOptions<'m>,
+    done: &'m Done,
+    elem: Vec<u32>,
+    /// Picks where the combs' teeth go.
+    seed: u64,
+    /// Items computed while measuring.
+    items: u64,
+}
+
+impl Measuring<'_, '_, '_> {
+    /// Runs one comb on `candidates[c]` alone and records it if it counts.
+    fn piece(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> Step {
+        let piece = comb(self.work, self.ctx.items, candidates[c].size, self.seed, &self.elem);
+        if piece.is_empty() {
+            return Step::Done;
+        }
+        let items = piece.items();
+        let t0 = Instant::now();
+        let left =
+            run_members(self.workers, self.stats, &candidates[c].members, self.ctx, piece, self.options, self.done);
+        let secs = t0.elapsed().as_secs_f64().max(1e-6);
+        let ran = items - left.items();
+        self.items += ran;
+        let lost = !left.is_empty();
+        self.work.absorb(left);
+        // A failed worker spoils the figures of every candidate it belongs to.
+        for candidate in candidates.iter_mut() {
+            if candidate.members.iter().any(|&i| self.stats[i].failure.is_some()) {
+                candidate.broken = true;
+            }
+        }
+        if lost || candidates[c].broken {
+            return Step::Stop;
+        }
+        let candidate = &mut candidates[c];
+        let counts = candidate.warm && secs >= slice.as_secs_f64() / 2.0;
+        candidate.warm = true;
+        // Grow at most eightfold while calibrating: a rate from a tiny piece is mostly overhead.
+        let limit = if counts { f64::from(u32::MAX) } else { f64::from(candidate.size) * 8.0 };
+        candidate.size = (ran as f64 / secs * slice.as_secs_f64()).clamp(f64::from(MIN_TILE), limit) as u32;
+        if counts {
+            if calibrating {
+                candidate.guess = Some(ran as f64 / secs);
+            } else {
+                candidate.items += ran;
+                candidate.secs += secs;
+            }
+            return Step::Counted;
+        }
+        Step::Again
+    }
+
+    /// Pieces on `candidates[c]` until one counts; false when no work is left.
+    fn sample(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> bool {
+        loop {
+            match self.piece(candidates, c, slice, calibrating) {
+                Step::Counted | Step::Stop => return true,
+                Step::Again => {}
+                Step::Done => return false,
+            }
+        }
+    }
+}
+
+/// The best rate among candidates still in play.
+fn best_rate(candidates: &[Candidate]) -> f64 {
+    candidates.iter().filter(|c| c.in_play()).filter_map(Candidate::rate).fold(0.0, f64::max)
+}
+
+/// Measures the candidates on pieces of `work` (which shrinks by what they computed) and returns
+/// which was fastest. Workers with a failure recorded sit out.
+///
+/// Round 0 calibrates each kind alone. From round 1 every candidate still in play is measured on
+/// pieces of the same duration (a set of several kinds only when it could beat the best single
+/// kind by [`WORTH`] even if its members added up perfectly); each round drops the candidates
+/// under `KEEP[round]` of the best, until one is left or the budget is spent, the most promising
+/// measured first.
+pub(crate) fn measure(
+    workers: &[&dyn Worker],
+    stats: &mut [WorkerStats],
+    ctx: &RunCtx,
+    work: &mut Work<'_>,
+    options: &RunOptions<'_>,
+    done: &Done,
+) -> Measured {
+    let live = |stats: &[WorkerStats], i: usize| stats[i].failure.is_none();
+    let present = (0..workers.len())
+        .filter(|&i| live(stats, i))
+        .fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].name())));
+    let mut candidates: Vec<Candidate> = present
+        .subsets()
+        .into_iter()
+        .map(|kinds| {
+            let members: Vec<usize> = (0..workers.len())
+                .filter(|&i| live(stats, i) && kinds.contains(Kinds::of(workers[i].name())))
+                .collect();
+            let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
+            let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
+            Candidate {
+                kinds,
+                members,
+                size,
+                items: 0,
+                secs: 0.0,
+                dropped: false,
+                broken: false,
+                warm: false,
+                guess: None,
+            }
+        })
+        .collect();
+    let n = f64::from(ctx.items);
+    let started = Instant::now();
+    if present.len() < 2 {
+        let rates = candidates.iter().map(|c| (c.kinds, None)).collect();
+        return Measured { best: None, rates, calibrated: Vec::new(), broken: false, seconds: 0.0, items: 0 };
+    }
+    let elem = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
+    let seed = u64::from_le_bytes(ctx.id.0[..8].try_into().unwrap_or_default());
+    let mut m = Measuring { workers, stats, ctx, work, options, done, elem, seed, items: 0 };
+    // Round 0: each kind alone, calibrated on pieces of at least SLICE_MIN.
+    let mut singles: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].kinds.len() == 1).collect();
+    singles.sort_by_key(|&c| candidates[c].kinds.to_string());
+    for c in singles {
+        if !m.sample(&mut candidates, c, SLICE_MIN, true) {
+            break;
+        }
+    }
+    let best_guess = candidates.iter().filter(|c| !c.broken).filter_map(|c| c.guess).fold(0.0, f64::max);
+    // From here on, pieces are sized to the run: long enough to time well, short enough to stay
+    // cheap; and only what could win is measured.
+    let slice = if best_guess > 0.0 {
+        Duration::from_secs_f64(n / best_guess * SLICE_SHARE).clamp(SLICE_MIN, SLICE_MAX)
+    } else {
+        SLICE_MIN
+    };
+    let guesses: Vec<(Kinds, f64)> = candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect();
+    for candidate in candidates.iter_mut() {
+        let parts: Vec<f64> = guesses.iter().filter(|(k, _)| candidate.kinds.contains(*k)).map(|(_, g)| *g).collect();
+        let at_most: f64 = parts.iter().sum();
+        let hopeless = if candidate.kinds.len() == 1 { KEEP[0] * best_guess } else { WORTH * best_guess };
+        if parts.len() < candidate.kinds.len() as usize || at_most < hopeless {
+            candidate.dropped = true;
+        }
+        candidate.size = (at_most * slice.as_secs_f64()).min(f64::from(u32::MAX)) as u32;
+        // Its members are warm: the first piece of the right size counts.
+        candidate.warm = true;
+    }
+    let estimate = |candidates: &[Candidate]| {
+        let best = best_rate(candidates);
+        n / if best > 0.0 { best } else { best_guess.max(f64::MIN_POSITIVE) }
+    };
+    'rounds: for &keep in &KEEP[1..] {
+        let mut playing: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].in_play()).collect();
+        if playing.len() < 2 || m.work.is_empty() {
+            break;
+        }
+        // The most promising first (by measured rate, else its expected one), so that the
+        // budget, when it runs out, cuts the least likely.
+        let promise = |c: &Candidate| c.rate().unwrap_or(f64::from(c.size) / slice.as_secs_f64());
+        playing.sort_by(|&a, &b| promise(&candidates[b]).total_cmp(&promise(&candidates[a])));
+        for c in playing {
+            if started.elapsed().as_secs_f64() > BUDGET * estimate(&candidates) {
+                break 'rounds;
+            }
+            if !m.sample(&mut candidates, c, slice, false) {
+                break 'rounds;
+            }
+        }
+        let best = best_rate(&candidates);
+        for candidate in candidates.iter_mut().filter(|c| c.in_play()) {
+            if candidate.rate().is_some_and(|r| r < keep * best) {
+                candidate.dropped = true;
+            }
+        }
+    }
+    let best = candidates
+        .iter()
+        .filter(|c| !c.broken)
+        .filter_map(|c| c.rate().map(|r| (c.kinds, r)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k);
+    Measured {
+        best,
+        rates: candidates.iter().map(|c| (c.kinds, c.rate())).collect(),
+        calibrated: candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect(),
+        broken: candidates.iter().any(|c| c.broken),
+        seconds: started.elapsed().as_secs_f64(),
+        items: m.items,
+    }
+}
+
+/// How a run's workers were chosen, for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// Measured on this run.
+    Measured {
+        /// The settings key.
+        key: String,
+        /// What measuring found.
+        measured: Measured,
+        /// Where the choice was kept, or why it was not.
+        kept: Result<String, String>,
+    },
+    /// Taken from the settings.
+    Remembered {
+        /// The settings key.
+        key: String,
+        /// The remembered kinds.
+        kinds: Kinds,
+        /// Kinds remembered but not here now.
+        missing: Kinds,
+    },
+}
+
+impl Choice {
+    /// The report's line.
+    pub(crate) fn line(&self, block: &str, items: u64) -> String {
+        let size = format!("2^{} items", items.max(1).ilog2());
+        match self {
+            Choice::Measured { key, measured, kept } => {
+                let rates: Vec<String> =
+                    measured.rates.iter().filter_map(|(k, r)| r.map(|r| format!("{k} {:.2}", r / 1e6))).collect();
+                let verdict = match (&measured.best, kept) {
+                    (None, _) => "nothing measured; every worker ran the rest".to_owned(),
+                    (Some(best), Ok(file)) => format!("keeping {best} as {key} in {file}"),
+                    (Some(best), Err(why)) => format!("using {best}, not kept ({why})"),
+                };
+                if measured.calibrated.is_empty() {
+                    return format!(
+                        "par: placement of {block} at {size}: the run ended while calibrating ({:.3} s); nothing kept",
+                        measured.seconds
+                    );
+                }
+                let calibrated: Vec<String> =
+                    measured.calibrated.iter().map(|(k, r)| format!("{k} {:.2}", r / 1e6)).collect();
+                format!(
+                    "par: placement of {block} at {size}: calibrated {}, measured {} M items/s in {:.3} s ({:.0}% of the items); {verdict}",
+                    calibrated.join(", "),
+                    if rates.is_empty() { "nothing".to_owned() } else { rates.join(", ") },
+                    measured.seconds,
+                    100.0 * measured.items as f64 / items.max(1) as f64
+                )
+            }
+            Choice::Remembered { key, kinds, missing } => {
+                let gone = if missing.is_empty() { String::new() } else { format!(" ({missing} not here now)") };
+                format!("par: placement of {block} at {size}: {kinds}, remembered as {key}{gone}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Measuring with simulated workers: each computes its tiles on the CPU (so the answer can be
+    //! checked) and then sleeps for the time its simulated device would take, so rates, item costs
+    //! and contention are set by the test, not by this machine's load.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::args::ArrayArg;
+    use crate::testing::{cpu, ctx, expected};
+    use crate::worker::{CpuWorker, TileSlices, WorkerError};
+
+    /// A device by rate (items of unit cost per second); items toward the end of the run cost
+    /// up to ten times more. Under contention, devices running at once share one machine.
+    struct Sim {
+        name: &'static str,
+        rate: f64,
+        cpu: CpuWorker,
+        running: &'static AtomicUsize,
+        contended: bool,
+        n: u32,
+    }
+
+    impl Worker for Sim {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
+            Ok(())
+        }
+        fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+            let others = self.running.fetch_add(1, Ordering::SeqCst);
+            let n = f64::from(self.n);
+            let t = tile.tile;
+            let mid = f64::from(t.start) + f64::from(t.count) / 2.0;
+            let cost = f64::from(t.count) * (1.0 + 9.0 * mid / n);
+            let share = if self.contended { (others + 1) as f64 } else { 1.0 };
+            std::thread::sleep(Duration::from_secs_f64(cost / self.rate * share));
+            let result = self.cpu.run_tile(ctx, tile);
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            result
+        }
+    }
+
+    fn sims(n: u32, contended: bool) -> (Sim, Sim) {
+        let running: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let sim = |name, rate| Sim { name, rate, cpu: cpu(), running, contended, n };
+        (sim("cpu", 4e6), sim("gpu:sim", 8e6))
+    }
+
+    /// Measures, then runs the rest on the best, as a program's first run does.
+    fn first_run(workers: &[&dyn Worker], n: u32) -> (Measured, Vec<WorkerStats>) {
+        let x: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let mut y = vec![0u32; n as usize];
+        let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
+        let mut ctx = ctx();
+        ctx.items = n;
+        let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
+        let (options, done) = (RunOptions::default(), Done::new(0));
+        let mut work = Work::new(arrays, n);
+        let measured = measure(workers, &mut stats, &ctx, &mut work, &options, &done);
+        let members: Vec<usize> = (0..workers.len())
+            .filter(|&i| measured.best.unwrap_or(Kinds::ALL).contains(Kinds::of(workers[i].name())))
+            .collect();
+        let left = run_members(workers, &mut stats, &members, &ctx, work, &options, &done);
+        assert!(left.is_empty());
+        assert_eq!(y, expected(n), "every item computed once, in place");
+        assert_eq!(done.into_inner(), u64::from(n));
+        (measured, stats)
+    }
+
+    #[test]
+    fn devices_that_do_not_contend_are_used_together() {
+        let n = 1 << 20;
+        let (a, b) = sims(n, false);
+        let (measured, stats) = first_run(&[&a, &b], n);
+        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("cpu+gpu"), "{measured:?}");
+        assert!(!measured.broken);
+        assert!(stats.iter().all(|s| s.items > 0));
+    }
+
+    #[test]
+    fn devices_that_share_one_machine_are_not_used_together() {
+        // Together each runs at half speed: 6 M/s, against 8 M/s for the GPU alone. Rates taken
+        // while both ran would add up to the former and favour both; measuring each alone does not.
+        let n = 1 << 20;
+        let (a, b) = sims(n, true);
+        let (measured, stats) = first_run(&[&a, &b], n);
+        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("gpu"), "{measured:?}");
+        // The CPU ran its measuring pieces only.
+        assert!(stats[0].items < u64::from(n) / 4, "{stats:?}");
+    }
+
+    #[test]
+    fn one_kind_of_worker_leaves_nothing_to_measure() {
+        let n = 1 << 16;
+        let (a, _) = sims(n, false);
+        let (measured, _) = first_run(&[&a], n);
+        assert_eq!(measured.best, None);
+        assert_eq!(measured.rates.len(), 1);
+    }
+
+    #[test]
+    fn kinds_print_and_parse_back() {
+        for text in ["cpu", "gpu", "remote", "cpu+gpu", "cpu+remote", "gpu+remote", "cpu+gpu+remote"] {
+            let kinds = Kinds::parse(text).expect("parses");
+            assert_eq!(kinds.to_string(), text);
+        }
+        assert_eq!(Kinds::parse("gpu+cpu").map(|k| k.to_string()).as_deref(), Some("cpu+gpu"));
+        assert_eq!(Kinds::parse("tpu"), None);
+        assert_eq!(Kinds::parse(""), None);
+        let names: Vec<String> =
+            Kinds::parse("cpu+gpu").expect("kinds").subsets().iter().map(|k| k.to_string()).collect();
+        assert_eq!(names, ["cpu", "gpu", "cpu+gpu"]);
+    }
+
+    #[test]
+    fn workers_are_sorted_into_kinds_by_name() {
+        assert_eq!(Kinds::of("cpu").to_string(), "cpu");
+        assert_eq!(Kinds::of("gpu:vulkan:llvmpipe (LLVM 15)").to_string(), "gpu");
+        assert_eq!(Kinds::of("remote:gpu-box:cuda:NVIDIA H200").to_string(), "remote");
+    }
+
+    #[test]
+    fn a_comb_has_a_tooth_in_every_stratum() {
+        let n = 1_600_000;
+        let mut y = vec![0u32; n as usize];
+        let mut work = Work::new(vec![ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))], n);
+        let piece = comb(&mut work, n, 16_000, 1, &[4]);
+        assert_eq!(piece.items(), 16_000);
+        let starts = piece.starts();
+        assert_eq!(starts.len(), TEETH as usize);
+        for (j, start) in starts.iter().enumerate() {
+            assert_eq!(*start / (n / TEETH), j as u32, "tooth {j} in its stratum: {starts:?}");
+        }
+        // The next comb of the same run grows the same stretches: the work stays in few pieces.
+        let other = comb(&mut work, n, 16_000, 1, &[4]);
+        let ends: Vec<u32> = starts.iter().map(|s| s + 16_000 / TEETH).collect();
+        assert_eq!(other.starts(), ends);
+        assert_eq!(work.starts().len(), TEETH as usize + 1);
+        // Tiny combs still have workgroup-sized teeth; another seed lands elsewhere.
+        let tiny = comb(&mut work, n, 10, 3, &[4]);
+        assert!(tiny.items() > 10 && tiny.items() <= u64::from(TEETH * MIN_TILE));
+        assert_ne!(tiny.starts(), ends);
+        assert_eq!(work.items() + piece.items() + other.items() + tiny.items(), u64::from(n));
+    }
+
+    #[test]
+    fn keys_name_block_id_and_size() {
+        let id = BlockId([0xab; 32]);
+        assert_eq!(key("escape", &id, 1 << 24), "placement.escape.abababababab.24");
+        assert_eq!(key("my block.v2", &id, 1_000), "placement.my_block_v2.abababababab.9");
+        assert_eq!(key("x", &id, 0), "placement.x.abababababab.0");
+    }
+}

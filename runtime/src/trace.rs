@@ -1,0 +1,124 @@
+//! `XC_PAR_TRACE=host:port`: each run's record sent to a monitor (xcmon), never slowing or
+//! failing the run.
+//!
+//! A thread of its own owns the connection. A run hands it the record through a bounded queue
+//! and goes on; when the queue is full, or the monitor cannot be reached, records are dropped
+//! (a monitor that is down does not make the program slower). After a failed connection it waits
+//! [`RETRY`] before trying again. When the program's [`crate::Par`] goes, the thread gets up to
+//! [`FLUSH`] to send what is queued, so a short program's only run still reaches the monitor.
+//! It owns nothing of the run itself and must not block the caller.
+
+use std::io::Write;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use xcd_wire::trace::{TraceRun, TraceWorker};
+
+use crate::RunReport;
+
+/// Records waiting to be sent at most; more are dropped.
+const QUEUE: usize = 64;
+/// How long connecting and each write may take.
+const IO_WAIT: Duration = Duration::from_secs(1);
+/// How long after a failed connection the next try waits.
+const RETRY: Duration = Duration::from_secs(5);
+/// How long a program's exit waits for queued records.
+const FLUSH: Duration = Duration::from_secs(1);
+
+/// The sending side of a trace connection.
+pub(crate) struct Tracer {
+    queue: Option<mpsc::SyncSender<Vec<u8>>>,
+    finished: mpsc::Receiver<()>,
+}
+
+impl Tracer {
+    /// Starts the thread that sends records to `addr` (`host:port`).
+    pub(crate) fn start(addr: String) -> std::io::Result<Tracer> {
+        let (queue, records) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
+        let (finish, finished) = mpsc::channel();
+        std::thread::Builder::new().name("xc-trace".into()).spawn(move || {
+            send_all(&addr, &records);
+            let _ = finish.send(());
+        })?;
+        Ok(Tracer { queue: Some(queue), finished })
+    }
+
+    /// Queues a run's record; drops it when the queue is full.
+    pub(crate) fn send(&self, report: &RunReport, started: SystemTime) {
+        if let Some(queue) = &self.queue {
+            let _ = queue.try_send(record(report, started).to_line());
+        }
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        // Closing the queue lets the thread finish once it has sent what is there.
+        self.queue.take();
+        let _ = self.finished.recv_timeout(FLUSH);
+    }
+}
+
+/// The record of one run.
+pub(crate) fn record(report: &RunReport, started: SystemTime) -> TraceRun {
+    let program = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    TraceRun {
+        version: xcd_wire::VERSION.to_owned(),
+        program,
+        pid: std::process::id(),
+        source: report.source.clone(),
+        block: report.block.clone(),
+        items: report.items,
+        tiles: report.tiles(),
+        started_ms: started.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+        seconds: report.elapsed.as_secs_f64(),
+        placement: report.placement.as_ref().map(|c| c.line(&report.block, report.items)),
+        workers: report
+            .workers
+            .iter()
+            .map(|w| TraceWorker {
+                name: w.name.clone(),
+                items: w.items,
+                tiles: w.tiles,
+                busy_seconds: w.busy.as_secs_f64(),
+                failure: w.failure.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Sends every record that arrives until the queue closes.
+fn send_all(addr: &str, records: &mpsc::Receiver<Vec<u8>>) {
+    let mut connection: Option<TcpStream> = None;
+    let mut next_try = Instant::now();
+    for line in records {
+        if connection.is_none() && Instant::now() >= next_try {
+            connection = connect(addr);
+            if connection.is_none() {
+                tracing::debug!("trace monitor {addr} unreachable; runs are not traced for {RETRY:?}");
+                next_try = Instant::now() + RETRY;
+            }
+        }
+        if let Some(stream) = connection.as_mut() {
+            if stream.write_all(&line).is_err() {
+                connection = None;
+                next_try = Instant::now() + RETRY;
+            }
+        }
+    }
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    for ip in addr.to_socket_addrs().ok()? {
+        if let Ok(stream) = TcpStream::connect_timeout(&ip, IO_WAIT) {
+            let _ = stream.set_write_timeout(Some(IO_WAIT));
+            let _ = stream.set_nodelay(true);
+            return Some(stream);
+        }
+    }
+    None
+}

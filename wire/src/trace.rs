@@ -1,0 +1,138 @@
+//! Trace records: what a program sends its monitor (`XC_PAR_TRACE=host:port`, xcmon's port 7482)
+//! about each run of a block.
+//!
+//! One record per run, as one line of JSON ending in `\n`, on a TCP connection the program keeps
+//! open. A line longer than [`MAX_LINE`] is not a record; a reader drops it. Fields may be added
+//! in later versions (readers ignore unknown ones); `version` says which xcc sent it.
+
+use serde::{Deserialize, Serialize};
+
+/// The longest line a record may take, newline included.
+pub const MAX_LINE: usize = 64 * 1024;
+/// The port xcmon takes trace records on.
+pub const TRACE_PORT: u16 = 7482;
+/// Workers one record may list.
+pub const MAX_WORKERS: usize = 256;
+
+/// One run of a block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceRun {
+    /// The xcc version of the program.
+    pub version: String,
+    /// The program's executable name.
+    pub program: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Where the program ran the block: `file:line`.
+    pub source: String,
+    /// The block's name.
+    pub block: String,
+    /// Items in the run.
+    pub items: u64,
+    /// Tiles, every worker together.
+    pub tiles: u64,
+    /// When the run started, in milliseconds since the Unix epoch.
+    pub started_ms: u64,
+    /// Wall time of the run, in seconds.
+    pub seconds: f64,
+    /// How the workers were chosen, in the report's words, where a choice was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+    /// Each worker's share.
+    pub workers: Vec<TraceWorker>,
+}
+
+/// One worker's share of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceWorker {
+    /// Its report name: `cpu`, `gpu:…`, `remote:<host>:<device>`.
+    pub name: String,
+    /// Items it computed.
+    pub items: u64,
+    /// Tiles it computed.
+    pub tiles: u64,
+    /// Seconds its lanes spent on tiles, added up.
+    pub busy_seconds: f64,
+    /// Why it stopped, if it did (its tiles ran on the others): a fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// Why a line is not a trace record.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Longer than [`MAX_LINE`].
+    #[error("a trace line of {0} bytes is longer than the limit of {MAX_LINE}")]
+    TooLong(usize),
+    /// Not the record's JSON.
+    #[error("not a trace record: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Well-formed but out of bounds.
+    #[error("a trace record with {0} workers is more than the limit of {MAX_WORKERS}")]
+    TooManyWorkers(usize),
+}
+
+impl TraceRun {
+    /// The record's line, newline included.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+
+    /// Reads one line (with or without its newline), checking the bounds.
+    pub fn from_line(line: &[u8]) -> Result<TraceRun, TraceError> {
+        if line.len() > MAX_LINE {
+            return Err(TraceError::TooLong(line.len()));
+        }
+        let run: TraceRun = serde_json::from_slice(line)?;
+        if run.workers.len() > MAX_WORKERS {
+            return Err(TraceError::TooManyWorkers(run.workers.len()));
+        }
+        Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> TraceRun {
+        TraceRun {
+            version: crate::VERSION.into(),
+            program: "escape".into(),
+            pid: 7,
+            source: "main.rs:12".into(),
+            block: "escape".into(),
+            items: 100,
+            tiles: 3,
+            started_ms: 1,
+            seconds: 0.5,
+            placement: None,
+            workers: vec![TraceWorker {
+                name: "cpu".into(),
+                items: 100,
+                tiles: 3,
+                busy_seconds: 0.4,
+                failure: Some("x".into()),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_record_is_one_line_and_reads_back() {
+        let line = run().to_line();
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(TraceRun::from_line(&line).expect("reads"), run());
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_a_reason() {
+        assert!(matches!(TraceRun::from_line(b"{\"version\":1}"), Err(TraceError::Json(_))));
+        assert!(matches!(TraceRun::from_line(&vec![b' '; MAX_LINE + 1]), Err(TraceError::TooLong(_))));
+        let mut many = run();
+        many.workers = vec![many.workers[0].clone(); MAX_WORKERS + 1];
+        let line = serde_json::to_vec(&many).expect("json");
+        assert!(matches!(TraceRun::from_line(&line), Err(TraceError::TooManyWorkers(_))));
+    }
+}
