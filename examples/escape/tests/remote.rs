@@ -250,7 +250,10 @@ fn the_first_run_measures_and_the_second_uses_the_remembered_placement() {
         assert!(placement.contains(kinds), "measured {kinds}: {placement}");
     }
     let settings = std::fs::read_to_string(home.path().join("settings.toml")).expect("a settings file");
-    let line = settings.lines().find(|l| l.starts_with("\"placement.escape.")).expect("a placement kept");
+    let line = settings
+        .lines()
+        .find(|l| l.starts_with("\"placement.escape."))
+        .unwrap_or_else(|| panic!("a placement kept: {}", first.stderr));
     assert!(line.contains(".22\" = "), "{settings}");
     let kept = line.rsplit('"').nth(1).expect("a value").to_owned();
     assert!(placement.contains(&format!("keeping {kept} as ")), "{placement}");
