@@ -234,6 +234,17 @@ impl AppState {
         Ok(())
     }
 
+    /// Whether the daemon takes work now, and if not why, in a few words (`draining`, `nimby
+    /// until 17:00`): what its mDNS advertisement says.
+    pub fn availability(&self) -> Result<(), String> {
+        match self.admit() {
+            Ok(()) => Ok(()),
+            Err(ApiError::Draining) => Err("draining".to_owned()),
+            Err(ApiError::DeclinedNimby { until, .. }) => Err(format!("nimby until {until}")),
+            Err(other) => Err(other.code().to_owned()),
+        }
+    }
+
     /// Refuses a run whose data cannot fit the device's free memory (its total where the
     /// driver does not tell what is free).
     pub(crate) async fn admit_memory(&self, device: &DeviceHandle, needed: u64) -> Result<(), ApiError> {

@@ -18,7 +18,9 @@ pub struct DaemonBuilder {
     home: Option<PathBuf>,
     args: Vec<String>,
     env: Vec<(String, String)>,
-    cpus: Option<String>,
+    /// Commands the daemon runs under (`taskset -c 1`, `ip netns exec ns`), outermost first.
+    wrap: Vec<String>,
+    listen: String,
 }
 
 /// A running daemon.
@@ -46,7 +48,8 @@ impl Daemon {
             home: None,
             args: Vec::new(),
             env: Vec::new(),
-            cpus: None,
+            wrap: Vec::new(),
+            listen: "127.0.0.1".to_owned(),
         }
     }
 }
@@ -78,7 +81,14 @@ impl DaemonBuilder {
 
     /// Runs the daemon on these CPUs only (`taskset -c LIST`, util-linux).
     pub fn cpus(mut self, list: &str) -> Self {
-        self.cpus = Some(list.to_owned());
+        self.wrap.extend(["taskset", "-c", list].map(str::to_owned));
+        self
+    }
+
+    /// Runs the daemon in a network namespace (`ip netns exec NAME`), listening on `addr` there.
+    pub fn netns(mut self, name: &str, addr: &str) -> Self {
+        self.wrap.extend(["ip", "netns", "exec", name].map(str::to_owned));
+        self.listen = addr.to_owned();
         self
     }
 
@@ -89,16 +99,16 @@ impl DaemonBuilder {
             None => Some(tempfile::tempdir().expect("a temporary XCD_HOME")),
         };
         let home = self.home.clone().unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_owned()).unwrap_or_default());
-        let mut command = match &self.cpus {
-            Some(list) => {
-                let mut taskset = Command::new("taskset");
-                taskset.arg("-c").arg(list).arg(&self.bin);
-                taskset
+        let mut command = match self.wrap.split_first() {
+            Some((first, rest)) => {
+                let mut wrapped = Command::new(first);
+                wrapped.args(rest).arg(&self.bin);
+                wrapped
             }
             None => Command::new(&self.bin),
         };
         command
-            .args(["-port", "0", "-listen", "127.0.0.1"])
+            .args(["-port", "0", "-listen", &self.listen])
             .args(&self.args)
             .env("XCD_HOME", &home)
             .env_remove("XC_PAR_SECRET")

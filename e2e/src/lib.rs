@@ -5,8 +5,10 @@
 #![forbid(unsafe_code)]
 
 pub mod daemon;
+pub mod netns;
 
 pub use daemon::{Daemon, DaemonBuilder, client, curl, nimby_range_holding_now};
+pub use netns::NetPair;
 
 use std::path::{Path, PathBuf};
 

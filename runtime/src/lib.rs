@@ -48,6 +48,7 @@ use xcd_wire::DescError;
 
 use crate::args::ArrayArg;
 use crate::placement::{Choice, Kinds};
+use crate::remote::RemoteError;
 use crate::schedule::{Done, Work};
 use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
 
@@ -137,14 +138,36 @@ impl Par {
                 .enable_all()
                 .build()
                 .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
-            let (remotes, errors) = remote::connect_all(&rt, &settings.remote, &home, settings.secret.as_deref());
+            let mut found = Vec::new();
+            if settings.discovers() {
+                match remote::pool::browse(settings.pool.as_deref()) {
+                    Ok(picked) => {
+                        lines.extend(picked.skipped.iter().map(|line| format!("par: {line}")));
+                        if picked.take.is_empty() {
+                            let pool = settings.pool.as_deref().map(|p| format!(" of pool {p}")).unwrap_or_default();
+                            let skipped = if picked.skipped.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" ({} skipped: {})", picked.skipped.len(), picked.skipped.join("; "))
+                            };
+                            remote_errors.push(RemoteError::NotFound(format!(
+                                "no daemon{pool} found by multicast DNS{skipped}"
+                            )));
+                        }
+                        found = picked.take;
+                    }
+                    Err(e) => eprintln!("par: cannot look for daemons by mDNS: {e}"),
+                }
+            }
+            let (remotes, errors) =
+                remote::connect_all(&rt, &settings.remote, &found, &home, settings.secret.as_deref());
             for worker in remotes {
                 names.push(worker.name().to_owned());
                 if settings.allows_remote(worker.name()) {
                     workers.push(Box::new(worker));
                 }
             }
-            remote_errors = errors;
+            remote_errors.extend(errors);
             runtime = Some(rt);
         }
         for choice in &settings.workers {

@@ -15,6 +15,8 @@ pub const XC_PAR_REPORT: &str = "XC_PAR_REPORT";
 pub const XC_PAR: &str = "XC_PAR";
 /// `XC_PAR_REMOTE`: daemons to send tiles to, `host:port,…`.
 pub const XC_PAR_REMOTE: &str = "XC_PAR_REMOTE";
+/// `XC_PAR_POOL`: find the daemons of this pool by multicast DNS.
+pub const XC_PAR_POOL: &str = "XC_PAR_POOL";
 /// `XC_PAR_SECRET`: the secret the daemons require.
 pub const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
 /// `XC_PAR_TRACE`: a monitor (`host:port`, xcmon's port 7482) that gets a record of each run.
@@ -83,6 +85,10 @@ pub struct Settings {
     pub report: bool,
     /// Daemons named in `XC_PAR_REMOTE`, as `host:port`.
     pub remote: Vec<String>,
+    /// `XC_PAR_REMOTE` includes `mdns`: find daemons by multicast DNS.
+    pub mdns: bool,
+    /// `XC_PAR_POOL`: find the daemons of this pool by multicast DNS.
+    pub pool: Option<String>,
     /// `XC_PAR_SECRET`, if set.
     pub secret: Option<String>,
     /// `XCC_HOME`, if set.
@@ -137,11 +143,13 @@ impl Settings {
             };
         }
         if let Some(value) = env.var(XC_PAR_REMOTE) {
-            settings.remote = value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-            if settings.remote.iter().any(|r| r == "mdns") {
-                return Err(RunError::Settings(format!(
-                    "{XC_PAR_REMOTE}=mdns: finding daemons by multicast DNS is not in this build yet; name them as host:port"
-                )));
+            let named = value.split(',').map(str::trim).filter(|s| !s.is_empty());
+            for name in named {
+                if name == "mdns" {
+                    settings.mdns = true;
+                } else {
+                    settings.remote.push(name.to_owned());
+                }
             }
         }
         if let Some(value) = env.var(XC_PAR_TRACE).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
@@ -153,6 +161,7 @@ impl Settings {
             }
             settings.trace = Some(value);
         }
+        settings.pool = env.var(XC_PAR_POOL).map(|p| p.trim().to_owned()).filter(|p| !p.is_empty());
         settings.secret = env.var(XC_PAR_SECRET).filter(|s| !s.is_empty());
         settings.home = env.var(XCC_HOME);
         Ok(settings)
@@ -182,10 +191,15 @@ impl Settings {
                 }))
     }
 
+    /// Whether daemons are to be found by multicast DNS (`XC_PAR_POOL` or `XC_PAR_REMOTE=mdns`).
+    pub fn discovers(&self) -> bool {
+        self.mdns || self.pool.is_some()
+    }
+
     /// Whether any remote worker may run tiles.
     pub fn wants_remote(&self) -> bool {
         matches!(self.mode, ParMode::Auto | ParMode::Gpus)
-            && !self.remote.is_empty()
+            && (!self.remote.is_empty() || self.discovers())
             && (self.workers.is_empty()
                 || self.workers.iter().any(|w| match w {
                     WorkerChoice::Remote => true,
@@ -246,6 +260,20 @@ mod tests {
         assert!(s.allows_cpu() && s.allows_gpu("gpu:vulkan:x") && s.wants_remote());
         let e = Settings::read(&env(&[("XC_PAR", "fast")])).expect_err("refused").to_string();
         assert!(e.contains("use auto, cpu"), "{e}");
+    }
+
+    #[test]
+    fn pools_and_mdns_ask_for_discovery() {
+        let s = Settings::read(&env(&[("XC_PAR_REMOTE", "mdns, gpu-box:7227")])).expect("valid");
+        assert!(s.mdns && s.discovers() && s.wants_remote());
+        assert_eq!(s.remote, ["gpu-box:7227"]);
+        let s = Settings::read(&env(&[("XC_PAR_POOL", "render")])).expect("valid");
+        assert!(!s.mdns && s.discovers() && s.wants_remote());
+        assert_eq!(s.pool.as_deref(), Some("render"));
+        // A run that needs no remote worker never browses.
+        let s = Settings::read(&env(&[("XC_PAR_POOL", "render"), ("XC_PAR", "cpu")])).expect("valid");
+        assert!(!s.wants_remote());
+        assert!(!Settings::read(&env(&[])).expect("valid").discovers());
     }
 
     #[test]

@@ -40,6 +40,10 @@ struct Cli {
     /// Pool name programs find this daemon by (XC_PAR_POOL).
     #[arg(long, value_name = "NAME")]
     pool: Option<String>,
+    /// Advertise this daemon with multicast DNS (on the -listen address's interface only, when
+    /// that is not 0.0.0.0): true or false.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    mdns: bool,
     /// Local hours kept for this machine's owner, when no work is taken: 09:00-17:00[,22:00-02:00…].
     #[arg(long, value_name = "RANGES")]
     nimby: Option<String>,
@@ -171,6 +175,7 @@ fn main() -> ExitCode {
     };
     let limits = Limits { max_streams: cli.max_streams, ..Limits::default() };
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
+    let advertised_version = version.clone().unwrap_or_else(|| xcd_wire::VERSION.to_owned());
     let config = Config { secret, nimby, pool: cli.pool.clone(), limits, depth: cli.depth, version };
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
@@ -198,10 +203,63 @@ fn main() -> ExitCode {
                 "xcd: warning: {XC_PAR_SECRET} is not set, so this daemon takes any program that has no secret, from any address; set a secret on any network you share"
             );
         }
+        let advert = move |state: &AppState| {
+            let availability = state.availability();
+            xcd_discovery::Advert {
+                version: advertised_version.clone(),
+                pool: cli.pool.clone(),
+                layout: xcd_wire::Layout::native().to_string(),
+                fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
+                devices: devices.iter().map(|d| d.info().id.clone()).collect(),
+                accepting: availability.is_ok(),
+                reason: availability.err(),
+            }
+        };
+        let advertiser = if cli.mdns { advertise(cli.listen, port, &state, advert) } else { None };
         xcd_api::serve(listener, tls, state, shutdown_signal(), Duration::from_secs(cli.grace)).await;
+        if let Some(advertiser) = advertiser {
+            // It sees the daemon draining at its next check and withdraws the record.
+            let _ = tokio::time::timeout(ADVERT_EVERY * 2, advertiser).await;
+        }
         eprintln!("xcd: stopped");
         ExitCode::SUCCESS
     })
+}
+
+/// How often the advertisement is checked against the daemon's state (NIMBY hours, draining).
+const ADVERT_EVERY: Duration = Duration::from_secs(2);
+
+/// Advertises the daemon on mDNS and keeps the record true until the daemon drains, then
+/// withdraws it (the returned task ends then). A failure to advertise is said once; the daemon serves all the same.
+fn advertise(
+    listen: IpAddr,
+    port: u16,
+    state: &AppState,
+    advert: impl Fn(&AppState) -> xcd_discovery::Advert + Send + 'static,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let scope = xcd_discovery::Scope::of_listen_address(listen);
+    let mut advertiser = match xcd_discovery::Advertiser::start(scope, port, advert(state)) {
+        Ok(advertiser) => advertiser,
+        Err(e) => {
+            eprintln!("xcd: not advertised on multicast DNS ({e}); programs must name it in XC_PAR_REMOTE");
+            return None;
+        }
+    };
+    let state = state.clone();
+    Some(tokio::spawn(async move {
+        let mut every = tokio::time::interval(ADVERT_EVERY);
+        let mut draining = false;
+        while !draining {
+            every.tick().await;
+            let now = advert(&state);
+            draining = now.reason.as_deref() == Some("draining");
+            if let Err(e) = advertiser.update(&now) {
+                tracing::warn!("cannot update the mDNS advertisement: {e}");
+            }
+        }
+        // Draining: withdraw now, so programs stop finding a daemon that is going.
+        let _ = tokio::task::spawn_blocking(move || advertiser.withdraw(Duration::from_secs(1))).await;
+    }))
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -30,8 +30,9 @@ enum Command {
     /// secret, version, layout, forms) and say, for the first step that fails, what to do.
     /// Uses XC_PAR_SECRET and XCC_HOME as programs do.
     Check {
-        /// The daemon: host:port (port 7227 when left out).
-        daemon: String,
+        /// The daemon: host:port (port 7227 when left out). Without it, every daemon that
+        /// XC_PAR_POOL or XC_PAR_REMOTE=mdns finds by multicast DNS.
+        daemon: Option<String>,
     },
     /// List the daemons' certificate pins kept in XCC_HOME (default ~/.xcc), or remove one.
     Pins {
@@ -65,7 +66,8 @@ fn main() -> ExitCode {
         Command::Devices { json } => devices(json),
         Command::Block { name, id } => block(&name, id),
         Command::Pins { action } => pins(action),
-        Command::Check { daemon } => check(&daemon),
+        Command::Check { daemon: Some(daemon) } => check(&daemon),
+        Command::Check { daemon: None } => check_found(),
     }
 }
 
@@ -75,6 +77,49 @@ fn check(daemon: &str) -> ExitCode {
     let forms = xcd_kernels::escape().desc.forms.clone();
     println!("check {daemon}");
     let steps = xcd_runtime::remote::check::check(daemon, &home, secret.as_deref(), &forms);
+    report(steps)
+}
+
+/// `xcrun check` without a daemon: those multicast DNS finds for XC_PAR_POOL / XC_PAR_REMOTE=mdns.
+fn check_found() -> ExitCode {
+    let settings = match xcd_runtime::Settings::from_env() {
+        Ok(settings) => settings,
+        Err(e) => return fail(&e.to_string()),
+    };
+    if !settings.discovers() {
+        return fail("name a daemon (xcrun check gpu-box:7227), or set XC_PAR_POOL to check the daemons of a pool");
+    }
+    let picked = match xcd_runtime::remote::pool::browse(settings.pool.as_deref()) {
+        Ok(picked) => picked,
+        Err(e) => return fail(&format!("cannot look for daemons by multicast DNS: {e}")),
+    };
+    for line in &picked.skipped {
+        println!("{line}");
+    }
+    if picked.take.is_empty() {
+        let pool = settings.pool.as_deref().map(|p| format!(" of pool {p}")).unwrap_or_default();
+        return fail(&format!("no daemon{pool} found by multicast DNS"));
+    }
+    let home = Home::from_env(settings.home.clone());
+    let forms = xcd_kernels::escape().desc.forms.clone();
+    let mut code = ExitCode::SUCCESS;
+    for (name, ip) in &picked.take {
+        println!("check {name} (found by mDNS at {ip})");
+        let steps = xcd_runtime::remote::check::check_at(name, *ip, &home, settings.secret.as_deref(), &forms);
+        if report(steps) != ExitCode::SUCCESS {
+            code = ExitCode::FAILURE;
+        }
+    }
+    code
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("xcrun: {message}");
+    ExitCode::FAILURE
+}
+
+/// Prints a check's steps; fails when one failed.
+fn report(steps: Vec<xcd_runtime::remote::check::Step>) -> ExitCode {
     let mut ok = true;
     for (step, outcome) in steps {
         match outcome {
@@ -172,17 +217,26 @@ fn devices(json: bool) -> ExitCode {
     for note in &inventory.notes {
         eprintln!("xcrun: {note}");
     }
-    let remote: Vec<String> = std::env::var(xcd_runtime::settings::XC_PAR_REMOTE)
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if !remote.is_empty() && !json {
-        let home = Home::from_env(std::env::var(XCC_HOME).ok());
-        let secret = std::env::var(xcd_runtime::settings::XC_PAR_SECRET).ok().filter(|s| !s.is_empty());
-        let (devices, errors) = xcd_runtime::remote::inventory(&remote, &home, secret.as_deref());
+    let settings = match xcd_runtime::Settings::from_env() {
+        Ok(settings) => settings,
+        Err(e) => return fail(&e.to_string()),
+    };
+    if (!settings.remote.is_empty() || settings.discovers()) && !json {
+        let home = Home::from_env(settings.home.clone());
+        let mut found = Vec::new();
+        if settings.discovers() {
+            match xcd_runtime::remote::pool::browse(settings.pool.as_deref()) {
+                Ok(picked) => {
+                    for line in picked.skipped {
+                        eprintln!("xcrun: {line}");
+                    }
+                    found = picked.take;
+                }
+                Err(e) => eprintln!("xcrun: cannot look for daemons by multicast DNS: {e}"),
+            }
+        }
+        let (devices, errors) =
+            xcd_runtime::remote::inventory(&settings.remote, &found, &home, settings.secret.as_deref());
         for (name, info) in devices {
             println!(
                 "{:<8} {:<12} {:>12} {:>12}  {name}",

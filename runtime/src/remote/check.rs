@@ -33,6 +33,20 @@ pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Fo
             return steps;
         }
     };
+    steps.extend(check_at(&with_port, ip, home, secret, forms));
+    steps
+}
+
+/// Checks the daemon `addr` (`host:port`, naming it and its pin) at address `ip`, from the TCP
+/// step on: for a daemon found by multicast DNS, whose name may not resolve here.
+pub fn check_at(
+    with_port: &str,
+    ip: std::net::SocketAddr,
+    home: &Home,
+    secret: Option<&str>,
+    forms: &xcd_wire::Forms,
+) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
     let started = Instant::now();
     match std::net::TcpStream::connect_timeout(&ip, Duration::from_secs(5)) {
         Ok(_) => steps.push(("tcp", Ok(format!("connected in {:.1} ms", started.elapsed().as_secs_f64() * 1e3)))),
@@ -54,7 +68,7 @@ pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Fo
         }
     };
     let pinned = home.get(&format!("tls.pin.{with_port}")).ok().flatten();
-    match runtime.block_on(Daemon::connect(&with_port, ip, home, secret)) {
+    match runtime.block_on(Daemon::connect(with_port, ip, home, secret)) {
         Ok(daemon) => {
             let kept = match pinned {
                 Some(_) => "matches its pin".to_owned(),
@@ -87,7 +101,7 @@ pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Fo
                 RemoteError::Layout { .. } => "layout",
                 RemoteError::Declined { .. } => "capacity",
                 RemoteError::NoForm { .. } => "forms",
-                RemoteError::Failed { .. } | RemoteError::Stalled { .. } => "daemon",
+                RemoteError::Failed { .. } | RemoteError::Stalled { .. } | RemoteError::NotFound(_) => "daemon",
             };
             let passed: &[&str] = match failed_at {
                 "secret" => &["tls+pin"],

@@ -81,6 +81,9 @@ pub enum RemoteError {
         /// How long the tile waited.
         secs: f64,
     },
+    /// Multicast DNS found no daemon to use.
+    #[error("{0}; name daemons in XC_PAR_REMOTE where multicast does not reach (across routers or VPNs)")]
+    NotFound(String),
     /// Anything else the daemon said, or a stream that broke.
     #[error("{addr}: {detail}")]
     Failed {

@@ -9,6 +9,7 @@ pub mod check;
 pub(crate) mod daemon;
 pub mod error;
 pub(crate) mod pin;
+pub mod pool;
 pub(crate) mod stream;
 
 use std::net::ToSocketAddrs;
@@ -70,14 +71,17 @@ impl RemoteWorker {
 }
 
 /// Connects to every daemon of `addrs` (a name that resolves to several addresses is several
-/// daemons); returns one worker per served device, and an error per daemon that cannot serve.
+/// daemons) and of `found` (`host:port` and address, from mDNS); returns one worker per served
+/// device, and an error per daemon that cannot serve.
 pub(crate) fn connect_all(
     runtime: &tokio::runtime::Runtime,
     addrs: &[String],
+    found: &[(String, std::net::SocketAddr)],
     home: &Home,
     secret: Option<&str>,
 ) -> (Vec<RemoteWorker>, Vec<RemoteError>) {
-    let mut targets = Vec::new();
+    let mut targets: Vec<(String, String, std::net::SocketAddr)> =
+        found.iter().map(|(label, ip)| (label.clone(), label.clone(), *ip)).collect();
     let mut errors = Vec::new();
     for addr in addrs {
         let with_port = if addr.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
@@ -133,10 +137,12 @@ pub(crate) fn connect_all(
     (workers, errors)
 }
 
-/// The devices of every daemon in `addrs`, named as workers are, and an error per daemon that
-/// cannot serve: what `xcrun devices` shows with `XC_PAR_REMOTE` set.
+/// The devices of every daemon in `addrs` and `found` (from [`pool::browse`]), named as workers
+/// are, and an error per daemon that cannot serve: what `xcrun devices` shows with
+/// `XC_PAR_REMOTE` or `XC_PAR_POOL` set.
 pub fn inventory(
     addrs: &[String],
+    found: &[(String, std::net::SocketAddr)],
     home: &Home,
     secret: Option<&str>,
 ) -> (Vec<(String, xcd_wire::DeviceInfo)>, Vec<RemoteError>) {
@@ -147,7 +153,7 @@ pub fn inventory(
             return (Vec::new(), failed);
         }
     };
-    let (workers, errors) = connect_all(&runtime, addrs, home, secret);
+    let (workers, errors) = connect_all(&runtime, addrs, found, home, secret);
     let devices = workers
         .iter()
         .filter_map(|w| w.daemon.devices.get(w.device).map(|info| (w.name.clone(), info.clone())))

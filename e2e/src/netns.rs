@@ -1,0 +1,63 @@
+//! Network namespaces for tests that multicast: two namespaces joined by a veth pair on
+//! link-local addresses, made by the test and removed when it ends, so that mDNS traffic never
+//! reaches the machine's own interfaces. Needs root and `ip` (iproute2).
+
+use std::process::Command;
+
+/// Two namespaces, `a` and `b`, joined by a veth pair: `a` holds 169.254.77.1, `b` 169.254.77.2.
+#[derive(Debug)]
+pub struct NetPair {
+    /// The first namespace's name.
+    pub a: String,
+    /// The second namespace's name.
+    pub b: String,
+}
+
+/// The first namespace's address.
+pub const A_ADDR: &str = "169.254.77.1";
+/// The second namespace's address.
+pub const B_ADDR: &str = "169.254.77.2";
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+impl NetPair {
+    /// Makes the pair; `tag` (a few letters) tells tests apart. Fails where this user may not
+    /// make namespaces (not root).
+    pub fn create(tag: &str) -> Result<NetPair, String> {
+        let id = format!("{tag}{}", std::process::id() % 100_000);
+        let pair = NetPair { a: format!("xcd-{id}-a"), b: format!("xcd-{id}-b") };
+        let (va, vb) = (format!("xa{id}"), format!("xb{id}"));
+        ip(&["netns", "add", &pair.a])?;
+        ip(&["netns", "add", &pair.b])?;
+        ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb])?;
+        for (ns, dev, addr) in [(&pair.a, &va, A_ADDR), (&pair.b, &vb, B_ADDR)] {
+            ip(&["link", "set", dev, "netns", ns])?;
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(pair)
+    }
+
+    /// A command run inside namespace `ns`.
+    pub fn exec(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", ns]).arg(program);
+        command
+    }
+}
+
+impl Drop for NetPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes the veth end in it, and with it the pair.
+        let _ = ip(&["netns", "del", &self.a]);
+        let _ = ip(&["netns", "del", &self.b]);
+    }
+}

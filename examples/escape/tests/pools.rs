@@ -1,0 +1,189 @@
+//! The tutorial's step 5 inside two network namespaces joined by a veth pair (nothing reaches
+//! this machine's own interfaces): daemons advertise with multicast DNS, a program finds those of
+//! its pool and its own version, an independent mDNS implementation (Python zeroconf) sees the
+//! advertisements, and a daemon stopped mid-run leaves the same total.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use xcd_e2e::netns::{A_ADDR, NetPair};
+use xcd_e2e::{Daemon, DaemonBuilder};
+
+const SECRET: &str = "correct-horse-battery";
+const SIZE: [&str; 6] = ["--width", "1024", "--height", "1024", "--max-iter", "500"];
+
+/// The namespaces, or None (the test says it skipped) where this user cannot make them; CI runs
+/// as root and must not skip.
+fn net(tag: &str) -> Option<NetPair> {
+    match NetPair::create(tag) {
+        Ok(pair) => Some(pair),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot make network namespaces here ({e}); run as root");
+            None
+        }
+        Err(e) => panic!("cannot make network namespaces under CI: {e}"),
+    }
+}
+
+fn xcd(net: &NetPair) -> DaemonBuilder {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
+    Daemon::build(bin).secret(SECRET).netns(&net.a, A_ADDR)
+}
+
+fn escape_in(net: &NetPair, home: &std::path::Path, env: &[(&str, &str)]) -> Output {
+    let mut command = NetPair::exec(&net.b, env!("CARGO_BIN_EXE_escape"));
+    command.args(SIZE).env("XCC_HOME", home).env("XC_PAR_REPORT", "1").env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    command.env_remove("XC_PAR_REMOTE").env_remove("XC_PAR_WORKERS").env_remove("XC_PAR_POOL");
+    command.env("XC_PAR_SECRET", SECRET);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("escape runs")
+}
+
+fn total(out: &Output) -> Option<u64> {
+    String::from_utf8_lossy(&out.stdout).lines().last().and_then(|l| l.trim().parse().ok())
+}
+
+#[test]
+fn a_program_finds_exactly_the_daemons_of_its_pool_and_version() {
+    let Some(net) = net("pl") else { return };
+    let render = [xcd(&net).args(&["-pool", "render"]).start(), xcd(&net).args(&["-pool", "render"]).start()];
+    let other = xcd(&net).args(&["-pool", "other"]).start();
+    // XCD_PRETEND_VERSION works in debug builds of xcd only, which is what tests run.
+    let old = xcd(&net).args(&["-pool", "render"]).env("XCD_PRETEND_VERSION", "9.9.9").start();
+    // A daemon in its NIMBY hours says so in its advertisement and is skipped before any contact.
+    let nimby = xcd(&net).args(&["-pool", "render", "-nimby", &xcd_e2e::nimby_range_holding_now()]).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let want = total(&escape_in(&net, home.path(), &[("XC_PAR_WORKERS", "cpu")])).expect("the CPU total");
+
+    let out = escape_in(&net, home.path(), &[("XC_PAR_POOL", "render"), ("XC_PAR_WORKERS", "remote")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(total(&out), Some(want), "{stderr}");
+    for daemon in &render {
+        assert!(stderr.contains(&format!(":{}:vulkan:", daemon.port)), "uses {}: {stderr}", daemon.port);
+    }
+    for daemon in [&other, &old, &nimby] {
+        assert!(!stderr.contains(&format!(":{}:vulkan:", daemon.port)), "not {}: {stderr}", daemon.port);
+    }
+    assert!(stderr.contains(&format!(":{} found by mDNS: in pool other, not render", other.port)), "{stderr}");
+    assert!(stderr.contains(&format!(":{} found by mDNS: a different xcc version", old.port)), "{stderr}");
+    assert!(stderr.contains(&format!(":{} found by mDNS: not taking work (nimby until ", nimby.port)), "{stderr}");
+
+    // xcrun lists the pool's devices and checks each daemon it finds.
+    let xcrun = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcrun");
+    let run_xcrun = |args: &[&str]| {
+        let mut command = NetPair::exec(&net.b, &xcrun);
+        command.args(args).env("XCC_HOME", home.path()).env("XC_PAR_SECRET", SECRET).env("XC_PAR_POOL", "render");
+        command.env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("XC_PAR_REMOTE");
+        command.output().expect("xcrun runs")
+    };
+    let out = run_xcrun(&["devices"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(listed.lines().filter(|l| l.starts_with("remote")).count(), 2, "{listed}");
+    let out = run_xcrun(&["check"]);
+    let checked = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{checked}");
+    for daemon in &render {
+        assert!(
+            checked.contains(&format!(":{} (found by mDNS at {A_ADDR}:{})", daemon.port, daemon.port)),
+            "{checked}"
+        );
+    }
+    assert!(checked.contains("in pool other, not render"), "{checked}");
+
+    // XC_PAR_REMOTE=mdns without a pool takes daemons started without -pool: here there are none.
+    let out = escape_in(&net, home.path(), &[("XC_PAR_REMOTE", "mdns"), ("XC_PAR_WORKERS", "remote")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("no daemon found by multicast DNS"), "{stderr}");
+    assert!(stderr.contains("set XC_PAR_POOL=render"), "{stderr}");
+
+    // An independent implementation sees the advertisements with their TXT records.
+    let Some(python) = std::env::var_os("XCD_PYTHON") else {
+        assert!(std::env::var_os("CI").is_none(), "XCD_PYTHON (with zeroconf) is set by scripts/test");
+        eprintln!("skipped the zeroconf check: XCD_PYTHON is not set (scripts/test sets it)");
+        return;
+    };
+    let browse = r#"
+import sys, time
+from zeroconf import Zeroconf, ServiceBrowser
+zc = Zeroconf()
+seen = {}
+class Listener:
+    def add_service(self, zc, type_, name):
+        info = zc.get_service_info(type_, name, 3000)
+        if info:
+            seen[name] = (info.port, {k.decode(): (v or b"").decode() for k, v in info.properties.items()})
+    def update_service(self, zc, type_, name):
+        self.add_service(zc, type_, name)
+    def remove_service(self, zc, type_, name):
+        pass
+ServiceBrowser(zc, "_xcd._tcp.local.", Listener())
+time.sleep(4)
+for name, (port, txt) in sorted(seen.items()):
+    print(port, txt.get("pool", "-"), txt.get("version"), txt.get("layout"), txt.get("accepting"), txt.get("devices"), len(txt.get("fp", "")))
+zc.close()
+"#;
+    let out = NetPair::exec(&net.b, python).arg("-c").arg(browse).output().expect("python runs");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let version = env!("CARGO_PKG_VERSION");
+    for daemon in &render {
+        let line = format!("{} render {version} little-64 yes 1 64", daemon.port);
+        assert!(seen.lines().any(|l| l == line), "zeroconf sees {line:?}: {seen}");
+    }
+    assert!(seen.lines().any(|l| l.starts_with(&format!("{} other ", other.port))), "{seen}");
+    assert!(seen.lines().any(|l| l.starts_with(&format!("{} render 9.9.9 ", old.port))), "{seen}");
+}
+
+#[test]
+fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
+    let Some(net) = net("st") else { return };
+    let daemon = xcd(&net).args(&["-pool", "render"]).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let size = ["--width", "2048", "--height", "2048", "--max-iter", "1000"];
+    // Every device gives the same total (the conformance suite): the local GPU is the quick reference.
+    let mut reference = NetPair::exec(&net.b, env!("CARGO_BIN_EXE_escape"));
+    reference.args(size).env("XC_PAR_WORKERS", "gpu").env("XCC_HOME", home.path());
+    reference.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    let want = total(&reference.output().expect("escape runs")).expect("the local GPU's total");
+    let mut command = NetPair::exec(&net.b, env!("CARGO_BIN_EXE_escape"));
+    command
+        .args(size)
+        .env("XCC_HOME", home.path())
+        .env("XC_PAR_REPORT", "1")
+        .env("XC_PAR_SECRET", SECRET)
+        .env("XC_PAR_POOL", "render")
+        .env("XC_PAR_WORKERS", "cpu,remote")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().expect("escape starts");
+    // Kill the daemon once it has served a few tiles (its metrics, read inside its namespace).
+    let metrics = format!("https://{A_ADDR}:{}/metrics", daemon.port);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let mut curl = NetPair::exec(&net.a, "curl");
+        let out = curl.args(["-sSk", "-H", &format!("Authorization: Bearer {SECRET}"), &metrics]).output();
+        let served: f64 = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("xcd_tiles_total"))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum();
+        if served >= 3.0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the daemon served no tiles");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    daemon.signal(nix::sys::signal::Signal::SIGKILL);
+    let out = child.wait_with_output().expect("escape ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(total(&out), Some(want), "{stderr}");
+    assert!(stderr.contains("par: remote worker remote:"), "it was used: {stderr}");
+    assert!(stderr.contains("its tiles ran on the other workers"), "the report says so: {stderr}");
+}

@@ -1,0 +1,121 @@
+//! Daemons found by multicast DNS, for `XC_PAR_POOL=NAME` or `XC_PAR_REMOTE=mdns`: which to take
+//! and which to skip, and why.
+//!
+//! A program takes the daemons of its pool (with `XC_PAR_REMOTE=mdns` and no pool: those started
+//! without `-pool`) that run its own version and data layout and take work now. Browsing waits
+//! at most [`BROWSE_AT_MOST`], and only [`SETTLE`] after the last daemon of the pool appeared,
+//! and only when a run may use remote workers at all. What an advertisement says is a hint: the
+//! program connects as to a named daemon, checks version and layout again and pins the
+//! certificate TLS shows it.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use xcd_discovery::{Browser, Change, Found, Scope};
+use xcd_wire::{Layout, VERSION};
+
+/// The longest a program browses before its first run.
+pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(2);
+/// How long after a daemon of the pool appeared browsing goes on, for the others (they answer
+/// the same query within milliseconds).
+pub(crate) const SETTLE: Duration = Duration::from_millis(1000);
+
+/// The address to connect to, or why a found daemon is not for this program.
+pub(crate) fn judge(found: &Found, pool: Option<&str>) -> Result<SocketAddr, String> {
+    let advert = found.advert.as_ref().map_err(|e| format!("not an xcd advertisement ({e})"))?;
+    if advert.pool.as_deref() != pool {
+        return Err(match (&advert.pool, pool) {
+            (Some(theirs), Some(ours)) => format!("in pool {theirs}, not {ours}"),
+            (Some(theirs), None) => format!("in pool {theirs}; set XC_PAR_POOL={theirs} to use it"),
+            (None, Some(ours)) => format!("in no pool, not {ours}"),
+            (None, None) => unreachable!("equal pools"),
+        });
+    }
+    if advert.version != VERSION {
+        return Err(format!("a different xcc version: this program is {VERSION} and the daemon is {}", advert.version));
+    }
+    let native = Layout::native().to_string();
+    if advert.layout != native {
+        return Err(format!("a different data layout: this program is {native} and the daemon is {}", advert.layout));
+    }
+    if !advert.accepting {
+        return Err(format!("not taking work ({})", advert.reason.as_deref().unwrap_or("no reason given")));
+    }
+    let ip = found.addrs.first().ok_or_else(|| "advertised without an address".to_owned())?;
+    Ok(SocketAddr::new(*ip, found.port))
+}
+
+/// Daemons found, as (`host:port`, address) to connect to, and a line per daemon skipped.
+pub struct Picked {
+    /// The daemons to use: `host:port` (their name and pin key) and the address to reach.
+    pub take: Vec<(String, SocketAddr)>,
+    /// A line per daemon skipped, saying why.
+    pub skipped: Vec<String>,
+}
+
+/// Browses for the daemons of `pool` (see the module's words on how long).
+pub fn browse(pool: Option<&str>) -> Result<Picked, String> {
+    let mut browser = Browser::start(Scope::Everywhere).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut deadline = started + BROWSE_AT_MOST;
+    while Instant::now() < deadline {
+        let changes = browser.poll(deadline.min(Instant::now() + Duration::from_millis(50)));
+        let ours = changes.iter().any(|c| matches!(c, Change::Appeared(f) if judge(f, pool).is_ok()));
+        if ours {
+            deadline = deadline.min(Instant::now() + SETTLE);
+        }
+    }
+    let mut picked = Picked { take: Vec::new(), skipped: Vec::new() };
+    for found in browser.found() {
+        match judge(found, pool) {
+            Ok(ip) => picked.take.push((found.addr(), ip)),
+            Err(why) => picked.skipped.push(format!("skipped daemon {} found by mDNS: {why}", found.addr())),
+        }
+    }
+    // Daemons on one host are told apart by port already; keep a stable order.
+    picked.take.sort();
+    Ok(picked)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use xcd_discovery::{Advert, AdvertError};
+
+    use super::*;
+
+    fn found(pool: Option<&str>, version: &str, accepting: bool) -> Found {
+        Found {
+            name: "xcd gpu-box 7227._xcd._tcp.local.".into(),
+            host: "gpu-box".into(),
+            addrs: vec![IpAddr::V4(Ipv4Addr::new(169, 254, 7, 1))],
+            port: 7227,
+            advert: Ok(Advert {
+                version: version.into(),
+                pool: pool.map(str::to_owned),
+                layout: Layout::native().to_string(),
+                fingerprint: None,
+                devices: vec!["vulkan:x".into()],
+                accepting,
+                reason: (!accepting).then(|| "nimby until 17:00".to_owned()),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_program_takes_its_pool_of_its_version_that_takes_work() {
+        let ok = judge(&found(Some("render"), VERSION, true), Some("render"));
+        assert_eq!(ok, Ok("169.254.7.1:7227".parse().expect("address")));
+        assert_eq!(judge(&found(None, VERSION, true), None).map(|a| a.port()), Ok(7227));
+        let why = |f: Found, pool| judge(&f, pool).expect_err("skipped");
+        assert_eq!(why(found(Some("other"), VERSION, true), Some("render")), "in pool other, not render");
+        assert!(why(found(Some("other"), VERSION, true), None).contains("set XC_PAR_POOL=other"));
+        assert_eq!(why(found(None, VERSION, true), Some("render")), "in no pool, not render");
+        assert!(why(found(Some("render"), "9.9.9", true), Some("render")).contains("a different xcc version"));
+        assert!(why(found(Some("render"), VERSION, false), Some("render")).contains("nimby until 17:00"));
+        let mut foreign = found(None, VERSION, true);
+        foreign.advert = Err(AdvertError::Missing("version"));
+        assert!(why(foreign, None).contains("not an xcd advertisement"));
+    }
+}
