@@ -34,7 +34,7 @@ mod trace;
 pub mod worker;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 pub use args::Args;
@@ -85,14 +85,17 @@ pub enum RunError {
 /// A program's par context: its workers and settings, made once and used for every run.
 pub struct Par {
     settings: Settings,
-    workers: Vec<Box<dyn Worker + Send>>,
+    /// The workers that may run tiles; daemons of a pool join and leave between runs.
+    workers: RwLock<Vec<Arc<dyn Worker + Send>>>,
+    /// Follows the daemons of `XC_PAR_POOL` / `XC_PAR_REMOTE=mdns` after the start.
+    watch: Mutex<Option<remote::pool::Watch>>,
     home: home::Home,
     /// Placements read or measured so far, by settings key.
     placements: Mutex<HashMap<String, Kinds>>,
     /// Sends each run's record to `XC_PAR_TRACE`'s monitor.
     tracer: Option<trace::Tracer>,
     /// Runs the remote workers' connections; present when daemons are named.
-    _runtime: Option<tokio::runtime::Runtime>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Par {
@@ -110,26 +113,27 @@ impl Par {
                 .iter()
                 .any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Gpu | WorkerChoice::Named(_)));
         let inventory = if wants_gpu { xcd_engine::discover() } else { xcd_engine::Inventory::default() };
-        let mut workers: Vec<Box<dyn Worker + Send>> = Vec::new();
+        let mut workers: Vec<Arc<dyn Worker + Send>> = Vec::new();
         let mut lines = Vec::new();
         if settings.allows_cpu() {
             let pool = rayon::ThreadPoolBuilder::new()
                 .thread_name(|i| format!("xc-cpu-{i}"))
                 .build()
                 .map_err(|e| RunError::NoWorkers(format!("cannot start the CPU worker's threads: {e}")))?;
-            workers.push(Box::new(CpuWorker { pool }));
+            workers.push(Arc::new(CpuWorker { pool }));
         }
         let mut names = vec!["cpu".to_owned()];
         for device in inventory.devices {
             let name = format!("gpu:{}", device.info().id);
             names.push(name.clone());
             if settings.allows_gpu(&name) {
-                workers.push(Box::new(GpuWorker { name, device }));
+                workers.push(Arc::new(GpuWorker { name, device }));
             }
         }
         lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
         let home = home::Home::from_env(settings.home.clone());
         let mut runtime = None;
+        let mut watch = None;
         let mut remote_errors = Vec::new();
         if settings.wants_remote() {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -140,8 +144,9 @@ impl Par {
                 .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
             let mut found = Vec::new();
             if settings.discovers() {
-                match remote::pool::browse(settings.pool.as_deref()) {
-                    Ok(picked) => {
+                match remote::pool::watch(settings.pool.as_deref()) {
+                    Ok((picked, following)) => {
+                        watch = Some(following);
                         lines.extend(picked.skipped.iter().map(|line| format!("par: {line}")));
                         if picked.take.is_empty() {
                             let pool = settings.pool.as_deref().map(|p| format!(" of pool {p}")).unwrap_or_default();
@@ -160,11 +165,11 @@ impl Par {
                 }
             }
             let (remotes, errors) =
-                remote::connect_all(&rt, &settings.remote, &found, &home, settings.secret.as_deref());
+                remote::connect_all(&rt, &settings.remote, &found, &[], &home, settings.secret.as_deref());
             for worker in remotes {
                 names.push(worker.name().to_owned());
                 if settings.allows_remote(worker.name()) {
-                    workers.push(Box::new(worker));
+                    workers.push(Arc::new(worker));
                 }
             }
             remote_errors.extend(errors);
@@ -209,12 +214,58 @@ impl Par {
             }
             None => None,
         };
-        Ok(Par { settings, workers, home, placements: Mutex::default(), tracer, _runtime: runtime })
+        Ok(Par {
+            settings,
+            workers: RwLock::new(workers),
+            watch: Mutex::new(watch),
+            home,
+            placements: Mutex::default(),
+            tracer,
+            runtime,
+        })
     }
 
     /// The names of the workers that may run tiles.
-    pub fn worker_names(&self) -> Vec<&str> {
-        self.workers.iter().map(|w| w.name()).collect()
+    pub fn worker_names(&self) -> Vec<String> {
+        self.workers.read().unwrap_or_else(|e| e.into_inner()).iter().map(|w| w.name().to_owned()).collect()
+    }
+
+    /// Takes in the daemons of the pool that appeared since the last run and lets go of those
+    /// that left or stopped taking work; returns the workers for this run.
+    fn current_workers(&self) -> Vec<Arc<dyn Worker + Send>> {
+        let moves = match self.watch.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            Some(watch) => watch.moves(),
+            None => Default::default(),
+        };
+        let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
+        for (addr, why) in &moves.left {
+            workers.retain(|w| w.daemon() != Some(addr.as_str()));
+            if self.settings.report {
+                eprintln!("par: daemon {addr} left the pool ({why}); it gets no more tiles");
+            }
+        }
+        if let (false, Some(runtime)) = (moves.joined.is_empty(), &self.runtime) {
+            let home = &self.home;
+            let in_use: Vec<String> = workers.iter().filter_map(|w| w.host().map(str::to_owned)).collect();
+            let secret = self.settings.secret.as_deref();
+            let (joined, errors) = remote::connect_all(runtime, &[], &moves.joined, &in_use, home, secret);
+            for error in errors {
+                eprintln!("par: {error}");
+            }
+            for worker in joined {
+                if self.settings.allows_remote(worker.name()) {
+                    if self.settings.report {
+                        eprintln!(
+                            "par: daemon {} joined the pool: {}",
+                            worker.daemon().unwrap_or_default(),
+                            worker.about()
+                        );
+                    }
+                    workers.push(Arc::new(worker));
+                }
+            }
+        }
+        workers.clone()
     }
 
     /// Runs `block` over items `0..n`; results land in the arrays `args` lends. The report
@@ -253,7 +304,8 @@ impl Par {
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
         };
-        let workers: Vec<&dyn Worker> = self.workers.iter().map(|w| &**w as &dyn Worker).collect();
+        let current = self.current_workers();
+        let workers: Vec<&dyn Worker> = current.iter().map(|w| &**w as &dyn Worker).collect();
         let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
         let mut report = RunReport {
             block: block.desc.name.clone(),

@@ -105,6 +105,14 @@ pub(crate) trait Worker: Sync {
     fn about(&self) -> String {
         format!("worker {}", self.name())
     }
+    /// The daemon (`host:port`) whose device this is, for a remote worker.
+    fn daemon(&self) -> Option<&str> {
+        None
+    }
+    /// That daemon's host.
+    fn host(&self) -> Option<&str> {
+        None
+    }
     /// Tiles this worker runs at once, each on its own thread (a remote worker's depth).
     fn lanes(&self) -> usize {
         1

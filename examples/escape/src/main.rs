@@ -26,6 +26,9 @@ struct Cli {
     /// Write the image as a PNG here.
     #[arg(long, value_name = "FILE")]
     png: Option<PathBuf>,
+    /// Run the block this many times (a long-running program; each run gives the same total).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
 }
 
 fn main() -> ExitCode {
@@ -56,8 +59,10 @@ fn run(cli: &Cli) -> Result<u64, String> {
     );
     let progress = |done: u64| bar.set_position(done);
     let options = RunOptions { tile_items: None, progress: Some(&progress) };
-    let args = Args::new().u32(cli.width).u32(cli.height).u32(cli.max_iter).output(&mut counts);
-    par.run_with(&xcd_kernels::escape(), n, args, &options).map_err(|e| e.to_string())?;
+    for _ in 0..cli.runs {
+        let args = Args::new().u32(cli.width).u32(cli.height).u32(cli.max_iter).output(&mut counts);
+        par.run_with(&xcd_kernels::escape(), n, args, &options).map_err(|e| e.to_string())?;
+    }
     bar.finish_and_clear();
 
     if let Some(path) = &cli.png {

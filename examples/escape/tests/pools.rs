@@ -41,6 +41,21 @@ fn escape_in(net: &NetPair, home: &std::path::Path, env: &[(&str, &str)]) -> Out
     command.output().expect("escape runs")
 }
 
+/// escape in namespace `b` on the CPU and pool `render`, reporting, its stderr piped.
+fn render_pool_escape(net: &NetPair, home: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut command = NetPair::exec(&net.b, env!("CARGO_BIN_EXE_escape"));
+    command
+        .args(args)
+        .env("XCC_HOME", home)
+        .env("XC_PAR_REPORT", "1")
+        .env("XC_PAR_SECRET", SECRET)
+        .env("XC_PAR_POOL", "render")
+        .env("XC_PAR_WORKERS", "cpu,remote")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
 fn total(out: &Output) -> Option<u64> {
     String::from_utf8_lossy(&out.stdout).lines().last().and_then(|l| l.trim().parse().ok())
 }
@@ -148,18 +163,10 @@ fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
     reference.args(size).env("XC_PAR_WORKERS", "gpu").env("XCC_HOME", home.path());
     reference.env("XDG_RUNTIME_DIR", std::env::temp_dir());
     let want = total(&reference.output().expect("escape runs")).expect("the local GPU's total");
-    let mut command = NetPair::exec(&net.b, env!("CARGO_BIN_EXE_escape"));
-    command
-        .args(size)
-        .env("XCC_HOME", home.path())
-        .env("XC_PAR_REPORT", "1")
-        .env("XC_PAR_SECRET", SECRET)
-        .env("XC_PAR_POOL", "render")
-        .env("XC_PAR_WORKERS", "cpu,remote")
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+    let child = render_pool_escape(&net, home.path(), &size)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = command.spawn().expect("escape starts");
+        .spawn()
+        .expect("escape starts");
     // Kill the daemon once it has served a few tiles (its metrics, read inside its namespace).
     let metrics = format!("https://{A_ADDR}:{}/metrics", daemon.port);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -186,4 +193,50 @@ fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
     assert_eq!(total(&out), Some(want), "{stderr}");
     assert!(stderr.contains("par: remote worker remote:"), "it was used: {stderr}");
     assert!(stderr.contains("its tiles ran on the other workers"), "the report says so: {stderr}");
+}
+
+#[test]
+fn daemons_that_join_or_leave_a_pool_are_picked_up_between_runs() {
+    let Some(net) = net("jl") else { return };
+    let first = xcd(&net).args(&["-pool", "render"]).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let size = ["--width", "256", "--height", "256", "--max-iter", "100", "--runs", "1000000"];
+    let mut child = render_pool_escape(&net, home.path(), &size)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("escape starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str, want: &dyn Fn(&str) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            let hit = want(&line);
+            seen.push(line);
+            if hit {
+                return;
+            }
+        }
+        panic!("{what} not seen in a minute: {}", seen.join("\n"));
+    };
+    wait_for("a run on the first daemon", &|l| l.contains("tiles across") && l.contains("remote:"));
+    let second = xcd(&net).args(&["-pool", "render"]).start();
+    let joined = format!(":{} joined the pool", second.port);
+    wait_for("the second daemon joining", &|l| l.starts_with("par: daemon ") && l.contains(&joined));
+    wait_for("a run on the second daemon", &|l| {
+        l.contains("tiles across") && l.contains(&format!(":{}:vulkan:", second.port))
+    });
+    // The first drains on SIGTERM: it says so in its advertisement, then withdraws it.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first.pid() as i32), nix::sys::signal::Signal::SIGTERM)
+        .expect("SIGTERM");
+    wait_for("the first daemon leaving", &|l| l.contains(&format!(":{} left the pool", first.port)));
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -77,6 +77,7 @@ pub(crate) fn connect_all(
     runtime: &tokio::runtime::Runtime,
     addrs: &[String],
     found: &[(String, std::net::SocketAddr)],
+    in_use: &[String],
     home: &Home,
     secret: Option<&str>,
 ) -> (Vec<RemoteWorker>, Vec<RemoteError>) {
@@ -107,7 +108,9 @@ pub(crate) fn connect_all(
         targets.iter().map(|(label, _, ip)| Daemon::connect(label, *ip, home, secret)),
     ));
     // Workers are named remote:<host>:<device>, with the port too where one host runs several.
-    let hosts: Vec<String> = connected.iter().filter_map(|r| r.as_ref().ok().map(|d| d.host.clone())).collect();
+    // (`in_use`: hosts of daemons connected before, so a daemon that joins later is told apart too.)
+    let mut hosts: Vec<String> = connected.iter().filter_map(|r| r.as_ref().ok().map(|d| d.host.clone())).collect();
+    hosts.extend(in_use.iter().cloned());
     let mut workers = Vec::new();
     for result in connected {
         match result {
@@ -153,7 +156,7 @@ pub fn inventory(
             return (Vec::new(), failed);
         }
     };
-    let (workers, errors) = connect_all(&runtime, addrs, found, home, secret);
+    let (workers, errors) = connect_all(&runtime, addrs, found, &[], home, secret);
     let devices = workers
         .iter()
         .filter_map(|w| w.daemon.devices.get(w.device).map(|info| (w.name.clone(), info.clone())))
@@ -164,6 +167,14 @@ pub fn inventory(
 impl Worker for RemoteWorker {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn daemon(&self) -> Option<&str> {
+        Some(&self.daemon.addr)
+    }
+
+    fn host(&self) -> Option<&str> {
+        Some(&self.daemon.host)
     }
 
     fn about(&self) -> String {

@@ -8,6 +8,7 @@
 //! program connects as to a named daemon, checks version and layout again and pins the
 //! certificate TLS shows it.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,11 @@ pub struct Picked {
 
 /// Browses for the daemons of `pool` (see the module's words on how long).
 pub fn browse(pool: Option<&str>) -> Result<Picked, String> {
+    watch(pool).map(|(picked, _)| picked)
+}
+
+/// [`browse`], keeping the browser to follow daemons that come and go.
+pub(crate) fn watch(pool: Option<&str>) -> Result<(Picked, Watch), String> {
     let mut browser = Browser::start(Scope::Everywhere).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut deadline = started + BROWSE_AT_MOST;
@@ -66,15 +72,66 @@ pub fn browse(pool: Option<&str>) -> Result<Picked, String> {
         }
     }
     let mut picked = Picked { take: Vec::new(), skipped: Vec::new() };
+    let mut taken = HashMap::new();
     for found in browser.found() {
         match judge(found, pool) {
-            Ok(ip) => picked.take.push((found.addr(), ip)),
+            Ok(ip) => {
+                taken.insert(found.name.clone(), found.addr());
+                picked.take.push((found.addr(), ip));
+            }
             Err(why) => picked.skipped.push(format!("skipped daemon {} found by mDNS: {why}", found.addr())),
         }
     }
     // Daemons on one host are told apart by port already; keep a stable order.
     picked.take.sort();
-    Ok(picked)
+    Ok((picked, Watch { browser, pool: pool.map(str::to_owned), taken }))
+}
+
+/// Follows the daemons of a pool after the program started.
+pub(crate) struct Watch {
+    browser: Browser,
+    pool: Option<String>,
+    /// Daemons taken, by service name: their `host:port`.
+    taken: HashMap<String, String>,
+}
+
+/// What changed in a pool since the last look.
+#[derive(Debug, Default)]
+pub(crate) struct Moves {
+    /// Daemons to use now: `host:port` and address.
+    pub(crate) joined: Vec<(String, SocketAddr)>,
+    /// Daemons no longer to use: `host:port` and why.
+    pub(crate) left: Vec<(String, String)>,
+}
+
+impl Watch {
+    /// What changed, without waiting.
+    pub(crate) fn moves(&mut self) -> Moves {
+        let mut moves = Moves::default();
+        for change in self.browser.poll(Instant::now()) {
+            match change {
+                Change::Appeared(found) | Change::Updated(found) => match judge(&found, self.pool.as_deref()) {
+                    Ok(ip) => {
+                        if !self.taken.contains_key(&found.name) {
+                            self.taken.insert(found.name.clone(), found.addr());
+                            moves.joined.push((found.addr(), ip));
+                        }
+                    }
+                    Err(why) => {
+                        if let Some(addr) = self.taken.remove(&found.name) {
+                            moves.left.push((addr, why));
+                        }
+                    }
+                },
+                Change::Left(name) => {
+                    if let Some(addr) = self.taken.remove(&name) {
+                        moves.left.push((addr, "it withdrew its advertisement".to_owned()));
+                    }
+                }
+            }
+        }
+        moves
+    }
 }
 
 #[cfg(test)]
