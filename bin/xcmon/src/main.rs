@@ -1,0 +1,220 @@
+//! xcmon: serves a page (port 7480) showing the daemons found on the subnet by multicast DNS and
+//! the runs programs send to its trace port (7482, `XC_PAR_TRACE=monitor-host:7482`), updated
+//! live with server-sent events. Only wires things together: the intake and store are
+//! xcd-monitor's, the HTML is xcd-ui's, the browsing is xcd-discovery's.
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use askama::Template;
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use clap::Parser;
+use futures_util::Stream;
+use tokio::sync::broadcast;
+use xcd_discovery::{Browser, Change, Found, Scope};
+use xcd_monitor::{IntakeLimits, Store};
+use xcd_ui::{DaemonsPage, MonitorPage, RunsPage};
+
+/// xcmon shows the daemons on the subnet and the runs programs send it, in a browser page.
+///
+/// Flags take one dash or two (-port 7480 or --port 7480).
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    /// Port of the page (0: any free port; the first line printed says which).
+    #[arg(long, default_value_t = 7480)]
+    port: u16,
+    /// Port programs send their runs to (XC_PAR_TRACE=this-host:PORT).
+    #[arg(long, default_value_t = xcd_wire_trace_port())]
+    trace_port: u16,
+    /// Address to listen on, for the page and the trace port.
+    #[arg(long, default_value = "0.0.0.0")]
+    listen: IpAddr,
+    /// Look for daemons with multicast DNS (on the -listen address's interface only, when that
+    /// is not 0.0.0.0): true or false.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    mdns: bool,
+}
+
+const fn xcd_wire_trace_port() -> u16 {
+    7482
+}
+
+/// What the page reads.
+#[derive(Clone)]
+struct App {
+    store: Store,
+    daemons: Arc<Mutex<BTreeMap<String, Found>>>,
+    /// Tells the pages a section changed: `daemons` or `runs`.
+    changed: broadcast::Sender<&'static str>,
+    trace_port: u16,
+}
+
+fn main() -> ExitCode {
+    let args = std::env::args_os().map(|a| match a.to_str() {
+        Some(s) if s.starts_with('-') && !s.starts_with("--") && s.len() > 2 => format!("-{s}").into(),
+        _ => a,
+    });
+    let cli = Cli::parse_from(args);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,xcmon=info".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("xcmon: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let page = match tokio::net::TcpListener::bind((cli.listen, cli.port)).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("xcmon: cannot listen on {}:{} for the page: {e}", cli.listen, cli.port);
+            return ExitCode::FAILURE;
+        }
+    };
+    let traces = match tokio::net::TcpListener::bind((cli.listen, cli.trace_port)).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("xcmon: cannot listen on {}:{} for traces: {e}", cli.listen, cli.trace_port);
+            return ExitCode::FAILURE;
+        }
+    };
+    let page_port = page.local_addr().map_or(cli.port, |a| a.port());
+    let trace_port = traces.local_addr().map_or(cli.trace_port, |a| a.port());
+    let (changed, _) = broadcast::channel(64);
+    let app = App { store: Store::default(), daemons: Arc::default(), changed, trace_port };
+    tokio::spawn(xcd_monitor::serve_intake(traces, app.store.clone(), IntakeLimits::default()));
+    let mut runs = app.store.follow();
+    let notify = app.changed.clone();
+    tokio::spawn(async move {
+        // A follower that lagged still learns that runs changed.
+        while let Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) = runs.recv().await {
+            let _ = notify.send("runs");
+        }
+    });
+    if cli.mdns {
+        browse(Scope::of_listen_address(cli.listen), app.clone());
+    }
+    println!("xcmon: page at http://localhost:{page_port}/, traces on port {trace_port}");
+    let router = Router::new()
+        .route("/", get(index))
+        .route("/daemons", get(daemons))
+        .route("/runs", get(runs_section))
+        .route("/events", get(events))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(app);
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    if let Err(e) = axum::serve(page, router).with_graceful_shutdown(stop).await {
+        eprintln!("xcmon: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// Follows the daemons on the subnet in a thread of its own (mdns-sd's API blocks).
+fn browse(scope: Scope, app: App) {
+    let spawned = std::thread::Builder::new().name("xcmon-mdns".into()).spawn(move || {
+        let mut browser = match Browser::start(scope) {
+            Ok(browser) => browser,
+            Err(e) => {
+                eprintln!("xcmon: cannot look for daemons: {e}");
+                return;
+            }
+        };
+        loop {
+            let changes = browser.poll(Instant::now() + Duration::from_secs(1));
+            if changes.is_empty() {
+                continue;
+            }
+            let mut daemons = app.daemons.lock().unwrap_or_else(|e| e.into_inner());
+            for change in changes {
+                match change {
+                    Change::Appeared(found) | Change::Updated(found) => {
+                        daemons.insert(found.name.clone(), found);
+                    }
+                    Change::Left(name) => {
+                        daemons.remove(&name);
+                    }
+                }
+            }
+            drop(daemons);
+            let _ = app.changed.send("daemons");
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("xcmon: cannot look for daemons: {e}");
+    }
+}
+
+fn html(template: &impl Template) -> Response {
+    match template.render() {
+        Ok(text) => Html(text).into_response(),
+        Err(e) => {
+            (axum::http::StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the page: {e}")).into_response()
+        }
+    }
+}
+
+fn daemons_page(app: &App) -> DaemonsPage {
+    let daemons = app.daemons.lock().unwrap_or_else(|e| e.into_inner());
+    DaemonsPage::of(daemons.values())
+}
+
+fn runs_page(app: &App) -> RunsPage {
+    RunsPage::of(&app.store.runs(), app.store.counts().0)
+}
+
+async fn index(State(app): State<App>) -> Response {
+    let sections = (daemons_page(&app).render(), runs_page(&app).render());
+    match sections {
+        (Ok(daemons), Ok(runs)) => html(&MonitorPage { trace_port: app.trace_port, daemons, runs }),
+        (Err(e), _) | (_, Err(e)) => {
+            (axum::http::StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the page: {e}")).into_response()
+        }
+    }
+}
+
+async fn daemons(State(app): State<App>) -> Response {
+    html(&daemons_page(&app))
+}
+
+async fn runs_section(State(app): State<App>) -> Response {
+    let mut response = html(&runs_page(&app));
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Server-sent events: `daemons` or `runs` when that section changed.
+async fn events(State(app): State<App>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = app.changed.subscribe();
+    let stream = futures_util::stream::unfold(changes, |mut changes| async move {
+        loop {
+            match changes.recv().await {
+                Ok(part) => return Some((Ok(Event::default().event(part).data("changed")), changes)),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

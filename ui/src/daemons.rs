@@ -1,0 +1,126 @@
+//! The daemons xcmon found by multicast DNS, grouped by pool: version, devices, and whether each
+//! takes work (or why not), from their advertisements.
+
+use askama::Template;
+use xcd_discovery::Found;
+
+/// One daemon, ready to show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonView {
+    /// `host:port`.
+    pub addr: String,
+    /// Its xcc version, or what is wrong with its advertisement.
+    pub version: String,
+    /// Its devices.
+    pub devices: Vec<String>,
+    /// `accepting`, or why not.
+    pub state: String,
+    /// True when it takes work.
+    pub accepting: bool,
+}
+
+/// The daemons of one pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolView {
+    /// The pool's name, or `(no pool)`.
+    pub name: String,
+    /// Its daemons, by address.
+    pub daemons: Vec<DaemonView>,
+}
+
+/// The daemons section.
+#[derive(Debug, Template)]
+#[template(path = "daemons.html")]
+pub struct DaemonsPage {
+    /// Pools by name, the daemons without one last.
+    pub pools: Vec<PoolView>,
+}
+
+impl DaemonsPage {
+    /// The section for `found`.
+    pub fn of<'a>(found: impl IntoIterator<Item = &'a Found>) -> DaemonsPage {
+        let mut pools: Vec<PoolView> = Vec::new();
+        for daemon in found {
+            let (pool, view) = match &daemon.advert {
+                Ok(advert) => (
+                    advert.pool.clone(),
+                    DaemonView {
+                        addr: daemon.addr(),
+                        version: advert.version.clone(),
+                        devices: advert.devices.clone(),
+                        state: if advert.accepting {
+                            "accepting".to_owned()
+                        } else {
+                            format!("not taking work: {}", advert.reason.as_deref().unwrap_or("no reason given"))
+                        },
+                        accepting: advert.accepting,
+                    },
+                ),
+                Err(e) => (
+                    None,
+                    DaemonView {
+                        addr: daemon.addr(),
+                        version: format!("unreadable advertisement ({e})"),
+                        devices: Vec::new(),
+                        state: "unknown".to_owned(),
+                        accepting: false,
+                    },
+                ),
+            };
+            let name = pool.unwrap_or_else(|| "(no pool)".to_owned());
+            match pools.iter_mut().find(|p| p.name == name) {
+                Some(p) => p.daemons.push(view),
+                None => pools.push(PoolView { name, daemons: vec![view] }),
+            }
+        }
+        for pool in &mut pools {
+            pool.daemons.sort_by(|a, b| a.addr.cmp(&b.addr));
+        }
+        pools.sort_by(|a, b| (a.name == "(no pool)", &a.name).cmp(&(b.name == "(no pool)", &b.name)));
+        DaemonsPage { pools }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use xcd_discovery::{Advert, AdvertError};
+
+    use super::*;
+
+    fn found(port: u16, pool: Option<&str>, accepting: bool) -> Found {
+        Found {
+            name: format!("xcd box {port}._xcd._tcp.local."),
+            host: "box".into(),
+            addrs: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+            port,
+            advert: Ok(Advert {
+                version: "0.1.0".into(),
+                pool: pool.map(str::to_owned),
+                layout: "little-64".into(),
+                fingerprint: None,
+                devices: vec!["cuda:<H200>".into()],
+                accepting,
+                reason: (!accepting).then(|| "nimby until 17:00".to_owned()),
+            }),
+        }
+    }
+
+    #[test]
+    fn daemons_are_grouped_by_pool_and_escaped() {
+        let mut broken = found(9, None, true);
+        broken.advert = Err(AdvertError::Missing("version"));
+        let all = [found(3, Some("render"), true), found(1, None, true), found(2, Some("render"), false), broken];
+        let page = DaemonsPage::of(&all);
+        let names: Vec<&str> = page.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["render", "(no pool)"]);
+        assert_eq!(page.pools[0].daemons[0].addr, "box:2");
+        assert_eq!(page.pools[0].daemons[0].state, "not taking work: nimby until 17:00");
+        let html = page.render().expect("renders");
+        assert!(html.contains("cuda:&#60;H200&#62;") && !html.contains("<H200>"), "{html}");
+        assert!(html.contains("unreadable advertisement"), "{html}");
+        let empty = DaemonsPage::of(&[]).render().expect("renders");
+        assert!(empty.contains("No daemons found"), "{empty}");
+    }
+}
