@@ -176,6 +176,8 @@ pub struct Browser {
     mdns: ServiceDaemon,
     events: mdns_sd::Receiver<ServiceEvent>,
     found: BTreeMap<String, Found>,
+    /// Services seen but not resolved yet (their SRV, TXT or address records still to come).
+    unresolved: std::collections::BTreeSet<String>,
 }
 
 impl Browser {
@@ -184,7 +186,7 @@ impl Browser {
         let mdns = ServiceDaemon::new()?;
         scope.apply(&mdns)?;
         let events = mdns.browse(SERVICE_TYPE)?;
-        Ok(Browser { mdns, events, found: BTreeMap::new() })
+        Ok(Browser { mdns, events, found: BTreeMap::new(), unresolved: Default::default() })
     }
 
     /// What changed since the last call, waiting for news until `until` (not at all when it has
@@ -196,7 +198,11 @@ impl Browser {
             let event = if wait.is_zero() { self.events.try_recv().ok() } else { self.events.recv_timeout(wait).ok() };
             let Some(event) = event else { return changes };
             match event {
+                ServiceEvent::ServiceFound(_, name) if !self.found.contains_key(&name) => {
+                    self.unresolved.insert(name);
+                }
                 ServiceEvent::ServiceResolved(service) => {
+                    self.unresolved.remove(&service.fullname);
                     let advert = Advert::from_txt(|k| service.get_property_val_str(k).map(str::to_owned));
                     let mut addrs: Vec<IpAddr> = service.addresses.iter().map(|a| a.to_ip_addr()).collect();
                     // IPv4 first: what a program connects to when it has the choice.
@@ -209,12 +215,20 @@ impl Browser {
                         Some(_) => {}
                     }
                 }
-                ServiceEvent::ServiceRemoved(_, name) if self.found.remove(&name).is_some() => {
-                    changes.push(Change::Left(name));
+                ServiceEvent::ServiceRemoved(_, name) => {
+                    self.unresolved.remove(&name);
+                    if self.found.remove(&name).is_some() {
+                        changes.push(Change::Left(name));
+                    }
                 }
                 _ => {}
             }
         }
+    }
+
+    /// How many services were seen whose records have not all arrived yet.
+    pub fn unresolved(&self) -> usize {
+        self.unresolved.len()
     }
 
     /// Every daemon known now.

@@ -237,6 +237,9 @@ impl Par {
             Some(watch) => watch.moves(),
             None => Default::default(),
         };
+        if moves.joined.is_empty() && moves.left.is_empty() {
+            return self.workers.read().unwrap_or_else(|e| e.into_inner()).clone();
+        }
         let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
         for (addr, why) in &moves.left {
             workers.retain(|w| w.daemon() != Some(addr.as_str()));

@@ -35,7 +35,7 @@ struct Cli {
     #[arg(long, default_value_t = 7480)]
     port: u16,
     /// Port programs send their runs to (XC_PAR_TRACE=this-host:PORT).
-    #[arg(long, default_value_t = xcd_wire_trace_port())]
+    #[arg(long, default_value_t = xcd_wire::trace::TRACE_PORT)]
     trace_port: u16,
     /// Address to listen on, for the page and the trace port.
     #[arg(long, default_value = "0.0.0.0")]
@@ -44,10 +44,6 @@ struct Cli {
     /// is not 0.0.0.0): true or false.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     mdns: bool,
-}
-
-const fn xcd_wire_trace_port() -> u16 {
-    7482
 }
 
 /// What the page reads.

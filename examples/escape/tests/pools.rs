@@ -71,6 +71,24 @@ fn a_program_finds_exactly_the_daemons_of_its_pool_and_version() {
     let nimby = xcd(&net).args(&["-pool", "render", "-nimby", &xcd_e2e::nimby_range_holding_now()]).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let want = total(&escape_in(&net, home.path(), &[("XC_PAR_WORKERS", "cpu")])).expect("the CPU total");
+    let xcrun = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcrun");
+    let run_xcrun = |args: &[&str]| {
+        let mut command = NetPair::exec(&net.b, &xcrun);
+        command.args(args).env("XCC_HOME", home.path()).env("XC_PAR_SECRET", SECRET).env("XC_PAR_POOL", "render");
+        command.env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("XC_PAR_REMOTE");
+        command.output().expect("xcrun runs")
+    };
+    // Daemons just started are still announcing themselves (mDNS probes first): wait until the
+    // pool is complete, as it would be for a program started after its daemons.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = run_xcrun(&["devices"]);
+        let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+        if listed.lines().filter(|l| l.starts_with("remote")).count() == 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the pool's two daemons not listed in 30 s: {listed}");
+    }
 
     let out = escape_in(&net, home.path(), &[("XC_PAR_POOL", "render"), ("XC_PAR_WORKERS", "remote")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -86,17 +104,7 @@ fn a_program_finds_exactly_the_daemons_of_its_pool_and_version() {
     assert!(stderr.contains(&format!(":{} found by mDNS: a different xcc version", old.port)), "{stderr}");
     assert!(stderr.contains(&format!(":{} found by mDNS: not taking work (nimby until ", nimby.port)), "{stderr}");
 
-    // xcrun lists the pool's devices and checks each daemon it finds.
-    let xcrun = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcrun");
-    let run_xcrun = |args: &[&str]| {
-        let mut command = NetPair::exec(&net.b, &xcrun);
-        command.args(args).env("XCC_HOME", home.path()).env("XC_PAR_SECRET", SECRET).env("XC_PAR_POOL", "render");
-        command.env("XDG_RUNTIME_DIR", std::env::temp_dir()).env_remove("XC_PAR_REMOTE");
-        command.output().expect("xcrun runs")
-    };
-    let out = run_xcrun(&["devices"]);
-    let listed = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listed.lines().filter(|l| l.starts_with("remote")).count(), 2, "{listed}");
+    // xcrun (which listed the pool's devices above) checks each daemon it finds.
     let out = run_xcrun(&["check"]);
     let checked = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{checked}");

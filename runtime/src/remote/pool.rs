@@ -3,8 +3,9 @@
 //!
 //! A program takes the daemons of its pool (with `XC_PAR_REMOTE=mdns` and no pool: those started
 //! without `-pool`) that run its own version and data layout and take work now. Browsing waits
-//! at most [`BROWSE_AT_MOST`], and only [`SETTLE`] after the last daemon of the pool appeared,
-//! and only when a run may use remote workers at all. What an advertisement says is a hint: the
+//! at most [`BROWSE_AT_MOST`]; it ends sooner once a daemon of the pool appeared, [`SETTLE`] has
+//! passed since the last one, and no service seen is still missing records; and it happens only
+//! when a run may use remote workers at all. What an advertisement says is a hint: the
 //! program connects as to a named daemon, checks version and layout again and pins the
 //! certificate TLS shows it.
 
@@ -16,10 +17,10 @@ use xcd_discovery::{Browser, Change, Found, Scope};
 use xcd_wire::{Layout, VERSION};
 
 /// The longest a program browses before its first run.
-pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(2);
+pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(3);
 /// How long after a daemon of the pool appeared browsing goes on, for the others (they answer
-/// the same query within milliseconds).
-pub(crate) const SETTLE: Duration = Duration::from_millis(1000);
+/// the same query within milliseconds, though their records may take longer).
+pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 
 /// The address to connect to, or why a found daemon is not for this program.
 pub(crate) fn judge(found: &Found, pool: Option<&str>) -> Result<SocketAddr, String> {
@@ -62,13 +63,15 @@ pub fn browse(pool: Option<&str>) -> Result<Picked, String> {
 /// [`browse`], keeping the browser to follow daemons that come and go.
 pub(crate) fn watch(pool: Option<&str>) -> Result<(Picked, Watch), String> {
     let mut browser = Browser::start(Scope::Everywhere).map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    let mut deadline = started + BROWSE_AT_MOST;
+    let deadline = Instant::now() + BROWSE_AT_MOST;
+    let mut last_ours: Option<Instant> = None;
     while Instant::now() < deadline {
         let changes = browser.poll(deadline.min(Instant::now() + Duration::from_millis(50)));
-        let ours = changes.iter().any(|c| matches!(c, Change::Appeared(f) if judge(f, pool).is_ok()));
-        if ours {
-            deadline = deadline.min(Instant::now() + SETTLE);
+        if changes.iter().any(|c| matches!(c, Change::Appeared(f) if judge(f, pool).is_ok())) {
+            last_ours = Some(Instant::now());
+        }
+        if last_ours.is_some_and(|t| t.elapsed() >= SETTLE) && browser.unresolved() == 0 {
+            break;
         }
     }
     let mut picked = Picked { take: Vec::new(), skipped: Vec::new() };
@@ -96,7 +99,7 @@ pub(crate) struct Watch {
 }
 
 /// What changed in a pool since the last look.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Moves {
     /// Daemons to use now: `host:port` and address.
     pub(crate) joined: Vec<(String, SocketAddr)>,
