@@ -21,6 +21,7 @@ pub struct DaemonBuilder {
     /// Commands the daemon runs under (`taskset -c 1`, `ip netns exec ns`), outermost first.
     wrap: Vec<String>,
     listen: String,
+    netns: Option<String>,
 }
 
 /// A running daemon.
@@ -37,6 +38,10 @@ pub struct Daemon {
     _temp: Option<tempfile::TempDir>,
     /// True when started with `-plain`.
     pub plain: bool,
+    /// The address it listens on.
+    listen: String,
+    /// The network namespace it runs in, if any: requests to it are made from there.
+    netns: Option<String>,
 }
 
 impl Daemon {
@@ -50,6 +55,7 @@ impl Daemon {
             env: Vec::new(),
             wrap: Vec::new(),
             listen: "127.0.0.1".to_owned(),
+            netns: None,
         }
     }
 }
@@ -89,6 +95,7 @@ impl DaemonBuilder {
     pub fn netns(mut self, name: &str, addr: &str) -> Self {
         self.wrap.extend(["ip", "netns", "exec", name].map(str::to_owned));
         self.listen = addr.to_owned();
+        self.netns = Some(name.to_owned());
         self
     }
 
@@ -171,7 +178,7 @@ impl DaemonBuilder {
             stdout.push(line);
         }
         let plain = self.args.iter().any(|a| a == "-plain" || a == "--plain");
-        Daemon { child, port, stdout, stderr, home, _temp: temp, plain }
+        Daemon { child, port, stdout, stderr, home, _temp: temp, plain, listen: self.listen, netns: self.netns }
     }
 }
 
@@ -179,7 +186,7 @@ impl Daemon {
     /// The URL of `path` on this daemon.
     pub fn url(&self, path: &str) -> String {
         let scheme = if self.plain { "http" } else { "https" };
-        format!("{scheme}://127.0.0.1:{}{path}", self.port)
+        format!("{scheme}://{}:{}{path}", self.listen, self.port)
     }
 
     /// Everything the daemon wrote to stderr so far.
@@ -198,7 +205,13 @@ impl Daemon {
         let auth = format!("Authorization: Bearer {secret}");
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let out = curl(&["-H", &auth, &metrics]);
+            let out = match &self.netns {
+                Some(ns) => Command::new("ip")
+                    .args(["netns", "exec", ns, "curl", "-sS", "-k", "-H", &auth, &metrics])
+                    .output()
+                    .expect("curl runs in the daemon's namespace"),
+                None => curl(&["-H", &auth, &metrics]),
+            };
             let text = String::from_utf8_lossy(&out.stdout);
             let served: f64 = text
                 .lines()

@@ -176,24 +176,7 @@ fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
         .spawn()
         .expect("escape starts");
     // Kill the daemon once it has served a few tiles (its metrics, read inside its namespace).
-    let metrics = format!("https://{A_ADDR}:{}/metrics", daemon.port);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let mut curl = NetPair::exec(&net.a, "curl");
-        let out = curl.args(["-sSk", "-H", &format!("Authorization: Bearer {SECRET}"), &metrics]).output();
-        let served: f64 = out
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.starts_with("xcd_tiles_total"))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-            .sum();
-        if served >= 3.0 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the daemon served no tiles");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    daemon.wait_for_tiles(SECRET, 3.0);
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
     let out = child.wait_with_output().expect("escape ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
