@@ -1,9 +1,10 @@
 //! The harness for tests that look at the whole repository or start its programs as real
-//! processes: finding the repository and its files, and running a daemon ([`Daemon`]) as a
-//! real process. It must not depend on the crates under test, so it sees them only as a user
+//! processes: finding the repository and its files, running a daemon ([`Daemon`]) as a real
+//! process, and a real headless browser ([`browser::Browser`]). It must not depend on the crates under test, so it sees them only as a user
 //! (or a reviewer) would: through their binaries, HTTP and files.
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod daemon;
 pub mod netns;
 
