@@ -1,8 +1,26 @@
 //! The daemons xcmon found by multicast DNS, grouped by pool: version, devices, and whether each
-//! takes work (or why not), from their advertisements.
+//! takes work (or why not), from their advertisements; and, where xcmon reads the daemons
+//! themselves (it has their secret), their live figures and throughput.
+
+use std::collections::BTreeMap;
 
 use askama::Template;
 use xcd_discovery::Found;
+
+use crate::chart::Chart;
+
+/// What xcmon read from a daemon itself: `/v1/capacity` and `/v1/devices`, over time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveView {
+    /// Tiles running or queued on it now.
+    pub in_flight: u64,
+    /// Each device's memory: `vulkan:llvmpipe: 1.2 GiB free of 2.0 GiB`.
+    pub memory: Vec<String>,
+    /// Its items per second over the last minutes.
+    pub chart: Chart,
+    /// Why the last reading failed, if it did (the figures are then older).
+    pub error: Option<String>,
+}
 
 /// One daemon, ready to show.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +35,8 @@ pub struct DaemonView {
     pub state: String,
     /// True when it takes work.
     pub accepting: bool,
+    /// Its live figures, where xcmon reads them.
+    pub live: Option<LiveView>,
 }
 
 /// The daemons of one pool.
@@ -34,11 +54,18 @@ pub struct PoolView {
 pub struct DaemonsPage {
     /// Pools by name, the daemons without one last.
     pub pools: Vec<PoolView>,
+    /// True when xcmon reads the daemons themselves (it was given their secret).
+    pub reading: bool,
 }
 
 impl DaemonsPage {
-    /// The section for `found`.
-    pub fn of<'a>(found: impl IntoIterator<Item = &'a Found>) -> DaemonsPage {
+    /// The section for `found`, with the live figures in `live` (by advertisement name) where
+    /// `reading`.
+    pub fn of<'a>(
+        found: impl IntoIterator<Item = &'a Found>,
+        live: &BTreeMap<String, LiveView>,
+        reading: bool,
+    ) -> DaemonsPage {
         let mut pools: Vec<PoolView> = Vec::new();
         for daemon in found {
             let (pool, view) = match &daemon.advert {
@@ -54,6 +81,7 @@ impl DaemonsPage {
                             format!("not taking work: {}", advert.reason.as_deref().unwrap_or("no reason given"))
                         },
                         accepting: advert.accepting,
+                        live: live.get(&daemon.name).cloned(),
                     },
                 ),
                 Err(e) => (
@@ -64,6 +92,7 @@ impl DaemonsPage {
                         devices: Vec::new(),
                         state: "unknown".to_owned(),
                         accepting: false,
+                        live: None,
                     },
                 ),
             };
@@ -77,13 +106,14 @@ impl DaemonsPage {
             pool.daemons.sort_by(|a, b| a.addr.cmp(&b.addr));
         }
         pools.sort_by(|a, b| (a.name == "(no pool)", &a.name).cmp(&(b.name == "(no pool)", &b.name)));
-        DaemonsPage { pools }
+        DaemonsPage { pools, reading }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::net::{IpAddr, Ipv4Addr};
+    use std::time::Duration;
 
     use xcd_discovery::{Advert, AdvertError};
 
@@ -112,7 +142,7 @@ mod tests {
         let mut broken = found(9, None, true);
         broken.advert = Err(AdvertError::Missing("version"));
         let all = [found(3, Some("render"), true), found(1, None, true), found(2, Some("render"), false), broken];
-        let page = DaemonsPage::of(&all);
+        let page = DaemonsPage::of(&all, &BTreeMap::new(), false);
         let names: Vec<&str> = page.pools.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["render", "(no pool)"]);
         assert_eq!(page.pools[0].daemons[0].addr, "box:2");
@@ -120,7 +150,29 @@ mod tests {
         let html = page.render().expect("renders");
         assert!(html.contains("cuda:&#60;H200&#62;") && !html.contains("<H200>"), "{html}");
         assert!(html.contains("unreadable advertisement"), "{html}");
-        let empty = DaemonsPage::of(&[]).render().expect("renders");
+        assert!(html.contains("give xcmon XC_PAR_SECRET"), "{html}");
+        let empty = DaemonsPage::of(&[], &BTreeMap::new(), false).render().expect("renders");
         assert!(empty.contains("No daemons found"), "{empty}");
+    }
+
+    #[test]
+    fn live_figures_show_beside_the_advertisement() {
+        let all = [found(3, Some("render"), true), found(4, Some("render"), true)];
+        let live = BTreeMap::from([(
+            all[0].name.clone(),
+            LiveView {
+                in_flight: 7,
+                memory: vec!["cuda:H200: 100.0 GiB free of 139.0 GiB".into()],
+                chart: Chart::of(&[1e6, 3e6], Duration::from_secs(2)),
+                error: Some("the daemon refused the secret <x>".into()),
+            },
+        )]);
+        let html = DaemonsPage::of(&all, &live, true).render().expect("renders");
+        for want in ["7 tiles in flight", "100.0 GiB free of 139.0 GiB", "<polyline", "refused the secret &#60;x&#62;"]
+        {
+            assert!(html.contains(want), "{want:?} in {html}");
+        }
+        assert!(html.contains("no reading yet"), "the second daemon: {html}");
+        assert!(!html.contains("give xcmon XC_PAR_SECRET"), "{html}");
     }
 }

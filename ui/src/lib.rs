@@ -1,16 +1,22 @@
 //! Pages rendered on the server with askama (HTML escaped by the templates, no script or style
 //! from anywhere else): xcmon's page, with the daemons found by multicast DNS grouped by pool and
-//! the runs programs sent, each run's split across workers as an SVG bar.
+//! the runs programs sent (each run's split across workers as an SVG bar, each daemon's
+//! throughput as an SVG chart), and the daemon's own page with the form that asks for its secret.
 //!
-//! Owns the view models and templates under `ui/templates/`. It must not serve anything (the
-//! binaries do) nor read the network: it turns what the monitor store holds into HTML.
+//! Owns the view models and templates under `ui/templates/` (one stylesheet, `style.html`, for
+//! every page). It must not serve anything (the binaries do) nor read the network or a daemon's
+//! state: its callers turn what they hold into these views.
 #![forbid(unsafe_code)]
 
+pub mod chart;
+pub mod daemon;
 pub mod daemons;
 pub mod runs;
 
 use askama::Template;
-pub use daemons::{DaemonView, DaemonsPage, PoolView};
+pub use chart::{Chart, Samples};
+pub use daemon::{DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow};
+pub use daemons::{DaemonView, DaemonsPage, LiveView, PoolView};
 pub use runs::{RunView, RunsPage, Share};
 
 /// xcmon's whole page: the daemons and runs sections (already rendered) and the script that
