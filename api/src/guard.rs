@@ -16,7 +16,7 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
     match check(&state, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(e) => {
-            state.0.metrics.refused(e.code());
+            // Counted and kept by the router's `observe`, from the answer.
             tracing::info!(code = e.code(), path = %request.uri().path(), "refused");
             drain(request.into_body()).await;
             e.into_response()

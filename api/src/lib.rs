@@ -15,18 +15,23 @@
 //! - [`serve`]: the accept loop over TLS or plain TCP, and the graceful drain;
 //! - [`tls`]: the certificate and key under `XCD_HOME`;
 //! - [`nimby`]: the owner's hours;
-//! - [`metrics`]: Prometheus series.
+//! - [`metrics`]: Prometheus series;
+//! - [`activity`]: recent work, refusals and throughput, for the page and `/v1/capacity`;
+//! - [`page`]: the daemon's own page at `/` and the form that asks for its secret.
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod guard;
 pub mod metrics;
 pub mod nimby;
+pub mod page;
 pub mod problem;
 pub mod routes;
 pub mod serve;
 pub mod state;
 pub mod tls;
 
+pub use activity::Peer;
 pub use nimby::Nimby;
 pub use problem::ApiError;
 pub use routes::{ROUTES, router};

@@ -179,10 +179,15 @@ impl ApiError {
     }
 }
 
+/// Marks a response as a refusal with this code, for the router's record of refusals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Refused(pub(crate) &'static str);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
         let mut response = (self.status(), body).into_response();
+        response.extensions_mut().insert(Refused(self.code()));
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         match &self {

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
+use crate::activity::Peer;
 use crate::routes::router;
 use crate::state::AppState;
 
@@ -26,7 +27,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) {
-    let service = TowerToHyperService::new(router(state.clone()));
+    let router = router(state.clone());
     let limits = state.0.config.limits.clone();
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let acceptor = tls.map(TlsAcceptor::from);
@@ -53,12 +54,20 @@ pub async fn serve(
                     }
                 };
                 let Ok(permit) = connections.clone().try_acquire_owned() else {
-                    state.0.metrics.refused("busy");
+                    state.refused(Peer(Some(peer)), "busy", "a connection".to_owned());
                     tracing::warn!(%peer, "connection refused: {} connections open", limits.max_connections);
                     continue;
                 };
                 let _ = tcp.set_nodelay(true);
-                let (builder, service, acceptor, watcher) = (builder.clone(), service.clone(), acceptor.clone(), graceful.watcher());
+                // Each request learns where its connection came from.
+                let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                    router.clone(),
+                    move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                        request.extensions_mut().insert(Peer(Some(peer)));
+                        request
+                    },
+                ));
+                let (builder, acceptor, watcher) = (builder.clone(), acceptor.clone(), graceful.watcher());
                 let handshake = limits.handshake;
                 tokio::spawn(async move {
                     let _permit = permit;

@@ -9,25 +9,62 @@ use std::time::Duration;
 use xcd_engine::DeviceHandle;
 use xcd_wire::{BlockDesc, BlockId};
 
+use crate::activity::{Activity, Peer};
 use crate::metrics::Metrics;
 use crate::nimby::Nimby;
 use crate::problem::ApiError;
 
 /// A secret; compared in constant time, never printed.
 #[derive(Clone)]
-pub struct Secret([u8; 32]);
+pub struct Secret {
+    hash: [u8; 32],
+    /// Signs the page's cookies: derived from the secret, never the secret itself.
+    page_key: [u8; 32],
+}
+
+type PageMac = hmac::Hmac<sha2::Sha256>;
 
 impl Secret {
     /// Wraps the secret's text.
     pub fn new(text: &str) -> Self {
-        Secret(xcd_wire::content_hash(text.as_bytes()))
+        let page_key = xcd_wire::content_hash(format!("xcd page cookie\0{text}").as_bytes());
+        Secret { hash: xcd_wire::content_hash(text.as_bytes()), page_key }
+    }
+
+    fn page_mac(&self, issued: u64) -> PageMac {
+        use hmac::Mac;
+        let mut mac = <PageMac as Mac>::new_from_slice(&self.page_key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        mac.update(&issued.to_le_bytes());
+        mac
+    }
+
+    /// The page's cookie value for a browser that gave the secret at `issued` (Unix seconds).
+    pub fn page_token(&self, issued: u64) -> String {
+        use hmac::Mac;
+        format!("{issued}.{}", hex::encode(self.page_mac(issued).finalize().into_bytes()))
+    }
+
+    /// True when `token` is a page cookie this secret issued at most `lifetime` seconds before
+    /// `now` (and not after it, but for a minute of clock difference).
+    pub fn page_token_valid(&self, token: &str, now: u64, lifetime: u64) -> bool {
+        use hmac::Mac;
+        let Some((issued, tag)) = token.split_once('.') else {
+            return false;
+        };
+        let (Ok(issued), Ok(tag)) = (issued.parse::<u64>(), hex::decode(tag)) else {
+            return false;
+        };
+        issued <= now.saturating_add(60)
+            && now.saturating_sub(issued) <= lifetime
+            && self.page_mac(issued).verify_slice(&tag).is_ok()
     }
 
     /// True when `given` is the secret. Both sides are hashed first, so the comparison takes the
     /// same time whatever the length or content of `given`.
     pub fn matches(&self, given: &str) -> bool {
         use subtle::ConstantTimeEq;
-        bool::from(self.0.ct_eq(&xcd_wire::content_hash(given.as_bytes())))
+        bool::from(self.hash.ct_eq(&xcd_wire::content_hash(given.as_bytes())))
     }
 }
 
@@ -95,6 +132,10 @@ pub struct Config {
     /// The version this daemon says it is, where tests make it pretend to be another (None: the
     /// workspace version). The binary sets it only in debug builds.
     pub version: Option<String>,
+    /// The certificate's SHA-256 in hex, shown on the page (None with `-plain`).
+    pub fingerprint: Option<String>,
+    /// This machine's name, for the page's title.
+    pub host: Option<String>,
 }
 
 /// Whole arrays by content hash, least recently used first out.
@@ -117,6 +158,7 @@ pub(crate) struct Inner {
     pub(crate) in_flight: AtomicU64,
     pub(crate) streams: AtomicU64,
     pub(crate) metrics: Metrics,
+    pub(crate) activity: Activity,
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -138,7 +180,19 @@ impl AppState {
             in_flight: AtomicU64::new(0),
             streams: AtomicU64::new(0),
             metrics: Metrics::default(),
+            activity: Activity::default(),
         }))
+    }
+
+    /// Counts and keeps a refusal of `what` (`GET /v1/devices`, a tile of block …) asked by `peer`.
+    pub fn refused(&self, peer: Peer, code: &'static str, what: String) {
+        self.0.metrics.refused(code);
+        self.0.activity.refused(peer, code, what);
+    }
+
+    /// What the daemon did lately.
+    pub fn activity(&self) -> &Activity {
+        &self.0.activity
     }
 
     /// Stops taking new work; tiles in flight finish.
@@ -254,5 +308,31 @@ impl AppState {
             Some(free) if needed > free => Err(ApiError::DeclinedMemory { device: info.id, needed, free }),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_are_bound_to_the_secret_and_expire() {
+        let secret = Secret::new("correct-horse-battery");
+        let day = 24 * 3600;
+        let token = secret.page_token(1_000_000);
+        assert!(secret.page_token_valid(&token, 1_000_000 + day, 30 * day));
+        assert!(!secret.page_token_valid(&token, 1_000_000 + 31 * day, 30 * day), "expired");
+        assert!(!secret.page_token_valid(&token, 1_000_000 - 3600, 30 * day), "issued in the future");
+        assert!(!Secret::new("another").page_token_valid(&token, 1_000_000, 30 * day), "another secret's");
+        let (issued, tag) = token.split_once('.').expect("issued.tag");
+        assert!(!secret.page_token_valid(
+            &format!("{}.{tag}", issued.parse::<u64>().expect("a number") + 1),
+            1_000_001,
+            30 * day
+        ));
+        for bad in ["", ".", "x.y", "1000000", "1000000.zz", &format!("1000000.{}", &tag[..10])] {
+            assert!(!secret.page_token_valid(bad, 1_000_000, 30 * day), "{bad:?}");
+        }
+        assert!(!token.contains("correct-horse-battery") && !format!("{secret:?}").contains("horse"));
     }
 }

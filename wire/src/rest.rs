@@ -47,6 +47,10 @@ pub struct Capacity {
     pub until: Option<String>,
     /// Tiles running or queued on its devices now.
     pub tiles_in_flight: u64,
+    /// Tiles done since the daemon started.
+    pub tiles_done: u64,
+    /// Items done since the daemon started: its throughput, read twice.
+    pub items_done: u64,
     /// Tiles a program should keep in flight per device to hide the network.
     pub depth: u32,
     /// Largest tile frame the daemon reads, in bytes.

@@ -57,7 +57,10 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
         memory_free.push(info.memory_free);
         memory_total.push(info.memory_total);
     }
+    let (tiles_done, items_done) = state.0.activity.totals();
     Json(Capacity {
+        tiles_done,
+        items_done,
         accepting,
         reason,
         until,

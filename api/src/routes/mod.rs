@@ -7,17 +7,21 @@ pub(crate) mod tiles;
 use std::convert::Infallible;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::middleware;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::routing::{get, post};
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
+use crate::activity::Peer;
 use crate::guard::guard;
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refused};
 use crate::state::AppState;
 
 /// Every route the router serves, as (method, path): `openapi/openapi.yaml` must list exactly these.
 pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/"),
+    ("post", "/"),
     ("get", "/healthz"),
     ("get", "/metrics"),
     ("get", "/v1/version"),
@@ -30,7 +34,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("put", "/v1/arrays/{hash}"),
 ];
 
-/// The daemon's router: every endpoint, behind the secret and version checks (but `/healthz`).
+/// The daemon's router: every endpoint, behind the secret and version checks (but `/healthz`
+/// and the page, which checks the secret itself).
 pub fn router(state: AppState) -> Router {
     let limits = &state.0.config.limits;
     // A client that stalls while sending a body gets a refusal instead of holding on.
@@ -62,11 +67,33 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(info::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard));
     Router::new()
+        .route("/", get(crate::page::show).post(crate::page::login).layer::<_, Infallible>(DefaultBodyLimit::max(4096)))
         .route("/healthz", get(info::healthz))
         .merge(guarded)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .with_state(state.clone())
+        .layer(middleware::from_fn_with_state(state, observe))
+}
+
+/// Longest request path kept with a refusal.
+const WHAT_CHARS: usize = 120;
+
+/// Middleware around everything: gives each request its [`Peer`] (none when served in-process
+/// without the accept loop) and keeps every refusal answered, with who asked and what.
+async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let peer = request.extensions().get::<Peer>().copied().unwrap_or(Peer(None));
+    request.extensions_mut().insert(peer);
+    let mut what = format!("{} {}", request.method(), request.uri().path());
+    if let Some((cut, _)) = what.char_indices().nth(WHAT_CHARS) {
+        what.truncate(cut);
+        what.push('…');
+    }
+    let response = next.run(request).await;
+    if let Some(Refused(code)) = response.extensions().get::<Refused>() {
+        state.refused(peer, code, what);
+    }
+    response
 }
 
 async fn not_found() -> ApiError {

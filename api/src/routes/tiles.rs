@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -24,6 +25,7 @@ use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
 use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ParamKind, ResultFrame, Tile, TileFrame, TileProblem};
 
+use crate::activity::Peer;
 use crate::metrics::DeviceLabel;
 use crate::problem::ApiError;
 use crate::routes::blocks::{body, engine_error};
@@ -101,14 +103,22 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
     Ok(job)
 }
 
-/// Runs one job on a device, counting it.
-async fn run(state: &AppState, device: &DeviceHandle, job: TileJob) -> Result<Vec<u8>, ApiError> {
+/// Runs one job of `peer`'s on a device, counting it.
+async fn run(
+    state: &AppState,
+    peer: Peer,
+    desc: &BlockDesc,
+    device: &DeviceHandle,
+    job: TileJob,
+) -> Result<Vec<u8>, ApiError> {
     let started = Instant::now();
+    let items = u64::from(job.tile.count);
     state.0.in_flight.fetch_add(1, Ordering::SeqCst);
     state.0.metrics.in_flight.inc();
     let result = device.run(job).await;
     state.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     state.0.metrics.in_flight.dec();
+    state.0.activity.tile(peer, &desc.name, &device.info().id, items, result.is_ok());
     let output = result.map_err(engine_error)?;
     let label = DeviceLabel { device: device.info().id.clone() };
     state.0.metrics.tiles.get_or_create(&label).inc();
@@ -130,6 +140,7 @@ fn problem_frame(tag: u32, error: &ApiError) -> Bytes {
 /// `POST /v1/blocks/{id}/tiles`: the tile stream.
 pub(crate) async fn stream(
     State(state): State<AppState>,
+    Extension(peer): Extension<Peer>,
     Path(id): Path<String>,
     query: Result<Query<StreamQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -162,7 +173,7 @@ pub(crate) async fn stream(
     let (tx, rx) = mpsc::channel::<Bytes>(state.depth() as usize * 2);
     tokio::spawn(async move {
         let _slot = slot;
-        serve_stream(state, desc, block, device, request, tx).await;
+        serve_stream(state, peer, desc, block, device, request, tx).await;
     });
     let body =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
@@ -171,6 +182,7 @@ pub(crate) async fn stream(
 
 async fn serve_stream(
     state: AppState,
+    peer: Peer,
     desc: Arc<BlockDesc>,
     block: BlockId,
     device: DeviceHandle,
@@ -194,7 +206,7 @@ async fn serve_stream(
                         let frame = match TileFrame::decode(&frame) {
                             Ok(frame) => frame,
                             Err(e) => {
-                                state.0.metrics.refused("bad_frame");
+                                state.refused(peer, "bad_frame", format!("a tile frame for block {}", desc.name));
                                 let tag = frame
                                     .get(4..8)
                                     .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
@@ -203,13 +215,13 @@ async fn serve_stream(
                         };
                         let tag = frame.tag;
                         let result = match job(&state, &desc, block, frame) {
-                            Ok(job) => run(&state, &device, job).await,
+                            Ok(job) => run(&state, peer, &desc, &device, job).await,
                             Err(e) => Err(e),
                         };
                         match result {
                             Ok(outputs) => Bytes::from(ResultFrame::Done { tag, outputs }.encode()),
                             Err(e) => {
-                                state.0.metrics.refused(e.code());
+                                state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
                                 problem_frame(tag, &e)
                             }
                         }
@@ -217,7 +229,7 @@ async fn serve_stream(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    state.0.metrics.refused("bad_frame");
+                    state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
                     let _ = tx.send(problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string()))).await;
                     return;
                 }
@@ -275,6 +287,7 @@ pub(crate) struct OneQuery {
 /// binding order (empty when the block reads none), the answer its outputs, raw.
 pub(crate) async fn one(
     State(state): State<AppState>,
+    Extension(peer): Extension<Peer>,
     Path(id): Path<String>,
     query: Result<Query<OneQuery>, QueryRejection>,
     bytes: Result<Bytes, BytesRejection>,
@@ -323,6 +336,6 @@ pub(crate) async fn one(
         inputs: inputs.to_vec(),
     };
     let job = job(&state, &desc, block, frame)?;
-    let outputs = run(&state, &device, job).await?;
+    let outputs = run(&state, peer, &desc, &device, job).await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], outputs).into_response())
 }

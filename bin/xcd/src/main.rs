@@ -178,7 +178,16 @@ fn main() -> ExitCode {
     let limits = Limits { max_streams: cli.max_streams, ..Limits::default() };
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
     let advertised_version = version.clone().unwrap_or_else(|| xcd_wire::VERSION.to_owned());
-    let config = Config { secret, nimby, pool: cli.pool.clone(), limits, depth: cli.depth, version };
+    let config = Config {
+        secret,
+        nimby,
+        pool: cli.pool.clone(),
+        limits,
+        depth: cli.depth,
+        version,
+        fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
+        host: Some(xcd_discovery::host_name()),
+    };
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
     runtime.block_on(async move {
