@@ -1,8 +1,11 @@
 //! xcmon: serves a page (port 7480) showing the daemons found on the subnet by multicast DNS and
 //! the runs programs send to its trace port (7482, `XC_PAR_TRACE=monitor-host:7482`), updated
-//! live with server-sent events. Only wires things together: the intake and store are
-//! xcd-monitor's, the HTML is xcd-ui's, the browsing is xcd-discovery's.
+//! live with server-sent events; given `XC_PAR_SECRET`, it also reads each daemon for live
+//! figures ([`live`]). Only wires things together: the intake and store are xcd-monitor's, the
+//! HTML is xcd-ui's, the browsing is xcd-discovery's, the reading xcd-runtime's.
 #![forbid(unsafe_code)]
+
+mod live;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -29,7 +32,14 @@ use xcd_ui::{DaemonsPage, MonitorPage, RunsPage};
 ///
 /// Flags take one dash or two (-port 7480 or --port 7480).
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    long_about = None,
+    after_help = "Environment:\n  XC_PAR_SECRET  the daemons' secret: xcmon then reads each daemon it finds every 2 s \
+                  (memory, tiles in flight, throughput), pinning its certificate as programs do\n  \
+                  XCC_HOME       where those pins live (default ~/.xcc)"
+)]
 struct Cli {
     /// Port of the page (0: any free port; the first line printed says which).
     #[arg(long, default_value_t = 7480)]
@@ -51,6 +61,8 @@ struct Cli {
 struct App {
     store: Store,
     daemons: Arc<Mutex<BTreeMap<String, Found>>>,
+    /// What xcmon read from the daemons themselves, where it has their secret.
+    figures: Option<live::Figures>,
     /// Tells the pages a section changed: `daemons` or `runs`.
     changed: broadcast::Sender<&'static str>,
     trace_port: u16,
@@ -96,7 +108,9 @@ async fn run(cli: Cli) -> ExitCode {
     let page_port = page.local_addr().map_or(cli.port, |a| a.port());
     let trace_port = traces.local_addr().map_or(cli.trace_port, |a| a.port());
     let (changed, _) = broadcast::channel(64);
-    let app = App { store: Store::default(), daemons: Arc::default(), changed, trace_port };
+    let secret = std::env::var(xcd_runtime::settings::XC_PAR_SECRET).ok().filter(|s| !s.is_empty());
+    let figures = secret.as_ref().map(|_| live::Figures::default());
+    let app = App { store: Store::default(), daemons: Arc::default(), figures, changed, trace_port };
     tokio::spawn(xcd_monitor::serve_intake(traces, app.store.clone(), IntakeLimits::default()));
     let mut runs = app.store.follow();
     let notify = app.changed.clone();
@@ -108,6 +122,13 @@ async fn run(cli: Cli) -> ExitCode {
     });
     if cli.mdns {
         browse(Scope::of_listen_address(cli.listen), app.clone());
+    }
+    if let (Some(secret), Some(figures)) = (secret, app.figures.clone()) {
+        let home = xcd_runtime::home::Home::from_env(std::env::var(xcd_runtime::settings::XCC_HOME).ok());
+        let notify = app.changed.clone();
+        tokio::spawn(live::read(app.daemons.clone(), figures, secret, home, move || {
+            let _ = notify.send("daemons");
+        }));
     }
     println!("xcmon: page at http://localhost:{page_port}/, traces on port {trace_port}");
     let router = Router::new()
@@ -172,8 +193,9 @@ fn html(template: &impl Template) -> Response {
 }
 
 fn daemons_page(app: &App) -> DaemonsPage {
+    let live = app.figures.as_ref().map(live::Figures::views).unwrap_or_default();
     let daemons = app.daemons.lock().unwrap_or_else(|e| e.into_inner());
-    DaemonsPage::of(daemons.values())
+    DaemonsPage::of(daemons.values(), &live, app.figures.is_some())
 }
 
 fn runs_page(app: &App) -> RunsPage {
@@ -191,7 +213,9 @@ async fn index(State(app): State<App>) -> Response {
 }
 
 async fn daemons(State(app): State<App>) -> Response {
-    html(&daemons_page(&app))
+    let mut response = html(&daemons_page(&app));
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    response
 }
 
 async fn runs_section(State(app): State<App>) -> Response {

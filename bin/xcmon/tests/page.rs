@@ -1,6 +1,7 @@
 //! xcmon as a real process: a daemon on loopback appears on its page (multicast DNS on loopback
 //! only), a program's run sent with XC_PAR_TRACE appears in its runs section, and the page's
-//! event stream says so as it happens.
+//! event stream says so as it happens; then the same in headless Chromium, with the daemon's live
+//! figures read with its secret.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -22,9 +23,11 @@ impl Drop for Monitor {
     }
 }
 
-fn xcmon() -> Monitor {
+fn xcmon(env: &[(&str, &str)]) -> Monitor {
     let mut child = Command::new(env!("CARGO_BIN_EXE_xcmon"))
         .args(["-port", "0", "-trace-port", "0", "-listen", "127.0.0.1"])
+        .env_remove("XC_PAR_SECRET")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -65,7 +68,7 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
 
 #[test]
 fn daemons_and_runs_appear_on_the_page_live() {
-    let monitor = xcmon();
+    let monitor = xcmon(&[]);
     let daemon = Daemon::build(sibling("xcd")).secret("s3cret").args(&["-pool", "render"]).start();
     let page = get(monitor.page, "/");
     assert!(page.contains("<h1>xcmon</h1>") && page.contains("EventSource"), "{page}");
@@ -109,4 +112,60 @@ fn daemons_and_runs_appear_on_the_page_live() {
     assert_eq!(get(monitor.page, "/healthz"), "ok");
     let _ = events.kill();
     let _ = events.wait();
+}
+
+/// Runs escape, sending its run to `monitor`, on the given workers; its total.
+fn escape(monitor: &Monitor, env: &[(&str, &str)]) -> String {
+    let out = Command::new(sibling("escape"))
+        .args(["--width", "512", "--height", "512", "--max-iter", "300"])
+        .env("XC_PAR_TRACE", format!("127.0.0.1:{}", monitor.trace))
+        .env_remove("XC_PAR_REMOTE")
+        .env_remove("XC_PAR_POOL")
+        .env_remove("XC_PAR_SECRET")
+        .envs(env.iter().copied())
+        .output()
+        .expect("escape runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
+    if !xcd_e2e::browser::available() {
+        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and chromium-driver (scripts/deps)");
+        eprintln!("skipped: /usr/bin/chromium or /usr/bin/chromedriver missing (scripts/deps installs them)");
+        return;
+    }
+    let pins = tempfile::tempdir().expect("a home for xcmon's pins");
+    let home = pins.path().to_string_lossy().into_owned();
+    let monitor = xcmon(&[("XC_PAR_SECRET", "s3cret"), ("XCC_HOME", &home)]);
+    let daemon = Daemon::build(sibling("xcd")).secret("s3cret").args(&["-pool", "render"]).start();
+    let browser = xcd_e2e::browser::Browser::start();
+    browser.open(&format!("http://127.0.0.1:{}/", monitor.page));
+    assert_eq!(browser.text("h1").as_deref(), Some("xcmon"));
+    browser.wait_for_text("#daemons", &format!(":{}", daemon.port), Duration::from_secs(30));
+    // xcmon read the daemon itself: its device's memory and the throughput chart.
+    browser.wait_for_text("#daemons", "tiles in flight", Duration::from_secs(30));
+    assert!(browser.text("#runs").unwrap_or_default().contains("No runs yet"));
+    // A mark in the page's memory: still there at the end means the page never reloaded.
+    browser.eval("window.xcmonMark = 42; return 0;");
+
+    let program = [("XC_PAR_SECRET", "s3cret"), ("XCC_HOME", home.as_str()), ("XC_PAR_WORKERS", "remote")];
+    let remote = format!("127.0.0.1:{}", daemon.port);
+    let total = escape(&monitor, &[program[0], program[1], program[2], ("XC_PAR_REMOTE", remote.as_str())]);
+    let runs = browser.wait_for_text("#runs", "escape", Duration::from_secs(30));
+    assert!(runs.contains("remote:127.0.0.1:"), "the run's split names the daemon's worker: {runs}");
+    assert_eq!(escape(&monitor, &[("XC_PAR_WORKERS", "cpu")]), total, "the same total on the CPU");
+    browser.wait_for_text("#runs", "cpu 100%", Duration::from_secs(30));
+    // The daemon's chart shows the items it did (every 2 s xcmon reads it again).
+    let row = format!("tr[data-daemon$=':{}']", daemon.port);
+    let live = browser.wait_for(&row, "a throughput peak above 0", Duration::from_secs(30), |text| {
+        text.contains("peak ") && !text.contains("peak 0.00 items/s")
+    });
+    assert!(live.contains("llvmpipe") && live.contains("GiB"), "memory read from /v1/devices: {live}");
+    assert_eq!(browser.eval("return window.xcmonMark;"), serde_json::json!(42), "the page reloaded");
+    let html = browser.html();
+    assert!(html.contains("<svg") && html.contains("<polyline"), "bars and chart drawn: {html}");
+    let shot = browser.screenshot(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("xcmon/page.png"));
+    assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000, "a real screenshot");
 }

@@ -48,9 +48,45 @@ fn pin_key(addr: &str) -> String {
 }
 
 impl Daemon {
-    /// Connects to `addr` (`host:port`) at `ip`, checks the pin, secret, version and layout, and
-    /// keeps the pin on first contact.
+    /// Connects to `addr` (`host:port`) at `ip`, checks the pin, secret, version and layout,
+    /// keeps the pin on first contact, and checks that the daemon takes work.
     pub(crate) async fn connect(
+        addr: &str,
+        ip: SocketAddr,
+        home: &Home,
+        secret: Option<&str>,
+    ) -> Result<Daemon, RemoteError> {
+        let started = Instant::now();
+        let mut daemon = Daemon::open(addr, ip, home, secret).await?;
+        let rtt_start = Instant::now();
+        let capacity = daemon.capacity().await?;
+        daemon.rtt = rtt_start.elapsed().min(started.elapsed());
+        if !capacity.accepting {
+            let reason = capacity.reason.unwrap_or_default();
+            let until = capacity.until.map(|u| format!(" until {u}")).unwrap_or_default();
+            return Err(RemoteError::Declined {
+                addr: addr.to_owned(),
+                detail: format!("not taking work ({reason}{until})"),
+            });
+        }
+        daemon.depth = capacity.depth.max(1);
+        daemon.devices = daemon.read_devices().await?;
+        Ok(daemon)
+    }
+
+    /// `GET /v1/capacity`.
+    pub(crate) async fn capacity(&self) -> Result<Capacity, RemoteError> {
+        self.get::<Capacity>("/v1/capacity").await
+    }
+
+    /// `GET /v1/devices`.
+    pub(crate) async fn read_devices(&self) -> Result<Vec<DeviceInfo>, RemoteError> {
+        Ok(self.get::<Devices>("/v1/devices").await?.devices)
+    }
+
+    /// Connects to `addr` at `ip` and checks the pin, secret, version and layout (keeping the pin
+    /// on first contact), whether or not the daemon takes work.
+    pub(crate) async fn open(
         addr: &str,
         ip: SocketAddr,
         home: &Home,
@@ -93,7 +129,7 @@ impl Daemon {
             .build()
             .map_err(|e| failed(e.to_string()))?;
         let port = ip.port();
-        let mut daemon = Daemon {
+        let daemon = Daemon {
             addr: addr.to_owned(),
             host: host.clone(),
             base: format!("https://{host}:{port}"),
@@ -106,7 +142,6 @@ impl Daemon {
             arrays: Mutex::default(),
         };
 
-        let started = Instant::now();
         let version = match daemon.get::<VersionInfo>("/v1/version").await {
             Ok(v) => v,
             Err(RemoteError::Unreachable { reason, .. }) => {
@@ -126,9 +161,6 @@ impl Daemon {
                 home.set(&key, Some(&hex::encode(presented))).map_err(|e| failed(e.to_string()))?;
             }
         }
-        let rtt_start = Instant::now();
-        let capacity = daemon.get::<Capacity>("/v1/capacity").await?;
-        daemon.rtt = rtt_start.elapsed().min(started.elapsed());
         // The daemon checked version and layout on every request; this names both if it did not.
         if version.version != VERSION {
             return Err(RemoteError::Version {
@@ -139,16 +171,6 @@ impl Daemon {
                 ),
             });
         }
-        if !capacity.accepting {
-            let reason = capacity.reason.unwrap_or_default();
-            let until = capacity.until.map(|u| format!(" until {u}")).unwrap_or_default();
-            return Err(RemoteError::Declined {
-                addr: addr.to_owned(),
-                detail: format!("not taking work ({reason}{until})"),
-            });
-        }
-        daemon.depth = capacity.depth.max(1);
-        daemon.devices = daemon.get::<Devices>("/v1/devices").await?.devices;
         Ok(daemon)
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Layout: [`daemon`] (a pinned connection and what the daemon holds), [`stream`] (one tile stream
 //! per device and block), [`pin`] (the certificate check), [`error`] (refusals in the tutorial's
-//! words). A remote worker keeps `depth` tiles in flight by running that many lanes, each with one
+//! words), [`reader`] (reading a daemon for a monitor, sending it no work). A remote worker keeps `depth` tiles in flight by running that many lanes, each with one
 //! tile on the shared stream.
 
 pub mod check;
@@ -10,6 +10,7 @@ pub(crate) mod daemon;
 pub mod error;
 pub(crate) mod pin;
 pub mod pool;
+pub mod reader;
 pub(crate) mod stream;
 
 use std::net::ToSocketAddrs;
