@@ -38,7 +38,7 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-/// True when Chromium and chromedriver are installed (`scripts/deps` installs them).
+/// True when Chromium and chromedriver are installed (`scripts/deps --tests` installs them).
 pub fn available() -> bool {
     Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()
 }
@@ -58,7 +58,7 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("chromedriver starts (Debian package chromium-driver; scripts/deps installs it)");
+            .expect("chromedriver starts (Debian package chromium-driver; scripts/deps --tests installs it)");
         let mut args: Vec<String> = FLAGS.iter().map(|f| (*f).to_owned()).collect();
         args.push(format!("--user-data-dir={}", profile.path().display()));
         let capabilities = serde_json::json!({

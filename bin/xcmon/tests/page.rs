@@ -132,8 +132,8 @@ fn escape(monitor: &Monitor, env: &[(&str, &str)]) -> String {
 #[test]
 fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
     if !xcd_e2e::browser::available() {
-        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and chromium-driver (scripts/deps)");
-        eprintln!("skipped: /usr/bin/chromium or /usr/bin/chromedriver missing (scripts/deps installs them)");
+        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and chromium-driver (scripts/deps --tests)");
+        eprintln!("skipped: /usr/bin/chromium or /usr/bin/chromedriver missing (scripts/deps --tests installs them)");
         return;
     }
     let pins = tempfile::tempdir().expect("a home for xcmon's pins");
