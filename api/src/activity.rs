@@ -3,7 +3,7 @@
 //! and the recent refusals with who asked. Bounded: a few dozen entries each, whatever the load.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,15 +15,25 @@ const STEPS: usize = 150;
 /// Entries of recent work and of refusals kept.
 const RECENT: usize = 32;
 
-/// The address a request came from, put on each request by the accept loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Peer(pub Option<SocketAddr>);
+/// Who a request came from, put on each request by the accept loop: the client's address and,
+/// when a trusted proxy forwarded it (`-trust-proxy`), the proxy's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Peer {
+    /// The client (None when served in-process, without the accept loop).
+    pub client: Option<IpAddr>,
+    /// The trusted proxy it came through.
+    pub via: Option<IpAddr>,
+}
 
 impl std::fmt::Display for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(addr) => write!(f, "{}", addr.ip()),
-            None => f.write_str("(in-process)"),
+        match self.client {
+            Some(ip) => write!(f, "{ip}")?,
+            None => f.write_str("(in-process)")?,
+        }
+        match self.via {
+            Some(proxy) => write!(f, " (via {proxy})"),
+            None => Ok(()),
         }
     }
 }
@@ -182,7 +192,7 @@ mod tests {
     use super::*;
 
     fn peer(last: u8) -> Peer {
-        Peer(Some(SocketAddr::from(([10, 0, 0, last], 5000))))
+        Peer { client: Some(IpAddr::from([10, 0, 0, last])), via: None }
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! - [`nimby`]: the owner's hours;
 //! - [`metrics`]: Prometheus series;
 //! - [`activity`]: recent work, refusals and throughput, for the page and `/v1/capacity`;
-//! - [`page`]: the daemon's own page at `/` and the form that asks for its secret.
+//! - [`page`]: the daemon's own page at `/` and the form that asks for its secret;
+//! - [`proxy`]: who sent a request, believing `X-Forwarded-For` only from trusted proxies.
 #![forbid(unsafe_code)]
 
 pub mod activity;
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod nimby;
 pub mod page;
 pub mod problem;
+pub mod proxy;
 pub mod routes;
 pub mod serve;
 pub mod state;
@@ -34,6 +36,7 @@ pub mod tls;
 pub use activity::Peer;
 pub use nimby::Nimby;
 pub use problem::ApiError;
+pub use proxy::TrustedProxies;
 pub use routes::{ROUTES, router};
 pub use serve::serve;
 pub use state::{AppState, Config, Limits, Secret};

@@ -54,16 +54,19 @@ pub async fn serve(
                     }
                 };
                 let Ok(permit) = connections.clone().try_acquire_owned() else {
-                    state.refused(Peer(Some(peer)), "busy", "a connection".to_owned());
+                    state.refused(Peer { client: Some(peer.ip()), via: None }, "busy", "a connection".to_owned());
                     tracing::warn!(%peer, "connection refused: {} connections open", limits.max_connections);
                     continue;
                 };
                 let _ = tcp.set_nodelay(true);
-                // Each request learns where its connection came from.
+                // Each request learns who sent it: its connection's peer, or the client a trusted
+                // proxy names.
+                let trusted = state.0.config.trusted_proxies.clone();
                 let service = TowerToHyperService::new(tower::ServiceExt::map_request(
                     router.clone(),
                     move |mut request: axum::http::Request<hyper::body::Incoming>| {
-                        request.extensions_mut().insert(Peer(Some(peer)));
+                        let who = trusted.peer(peer, request.headers());
+                        request.extensions_mut().insert(who);
                         request
                     },
                 ));

@@ -136,6 +136,8 @@ pub struct Config {
     pub fingerprint: Option<String>,
     /// This machine's name, for the page's title.
     pub host: Option<String>,
+    /// Proxies whose `X-Forwarded-For` names the client (`-trust-proxy`).
+    pub trusted_proxies: crate::proxy::TrustedProxies,
 }
 
 /// Whole arrays by content hash, least recently used first out.

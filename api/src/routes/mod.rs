@@ -82,7 +82,7 @@ const WHAT_CHARS: usize = 120;
 /// Middleware around everything: gives each request its [`Peer`] (none when served in-process
 /// without the accept loop) and keeps every refusal answered, with who asked and what.
 async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let peer = request.extensions().get::<Peer>().copied().unwrap_or(Peer(None));
+    let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
     request.extensions_mut().insert(peer);
     let mut what = format!("{} {}", request.method(), request.uri().path());
     if let Some((cut, _)) = what.char_indices().nth(WHAT_CHARS) {

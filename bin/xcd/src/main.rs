@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret};
+use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret, TrustedProxies};
 
 /// `XC_PAR_SECRET`: a program must send it to use this daemon.
 const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
@@ -66,6 +66,11 @@ struct Cli {
     /// Tile streams open at once; past it a new stream is refused as busy.
     #[arg(long, default_value_t = 256, value_name = "N")]
     max_streams: u64,
+    /// Reverse proxies in front of this daemon, whose X-Forwarded-For names the client (for the
+    /// page's recent work and refusals): addresses or networks, comma-separated
+    /// (e.g. 127.0.0.1 or 10.0.0.0/24). Nobody else's X-Forwarded-For is believed.
+    #[arg(long, value_name = "ADDRS", default_value = "")]
+    trust_proxy: String,
 }
 
 /// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
@@ -148,6 +153,10 @@ fn main() -> ExitCode {
         Ok(nimby) => nimby.unwrap_or_default(),
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    let trusted_proxies: TrustedProxies = match cli.trust_proxy.parse() {
+        Ok(trusted) => trusted,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     let secret = std::env::var(XC_PAR_SECRET).ok().filter(|s| !s.is_empty()).map(|s| Secret::new(&s));
     let tls = if cli.plain {
         None
@@ -187,6 +196,7 @@ fn main() -> ExitCode {
         version,
         fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
         host: Some(xcd_discovery::host_name()),
+        trusted_proxies,
     };
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
