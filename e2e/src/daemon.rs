@@ -22,6 +22,11 @@ pub struct DaemonBuilder {
     wrap: Vec<String>,
     listen: String,
     netns: Option<String>,
+    /// The port to listen on (0: a free one).
+    port: u16,
+    /// Start with an empty environment but for what the builder sets, PATH=/usr/bin:/bin and
+    /// HOME=XCD_HOME, as on a machine that has nothing of this repository's.
+    clean: bool,
 }
 
 /// A running daemon.
@@ -53,6 +58,8 @@ impl Daemon {
             home: None,
             args: Vec::new(),
             env: Vec::new(),
+            clean: false,
+            port: 0,
             wrap: Vec::new(),
             listen: "127.0.0.1".to_owned(),
             netns: None,
@@ -76,6 +83,20 @@ impl DaemonBuilder {
     /// Adds command-line arguments.
     pub fn args(mut self, args: &[&str]) -> Self {
         self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Listens on this port instead of a free one (as several machines' daemons would, each at
+    /// its own address).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Starts it with nothing from this process's environment (PATH=/usr/bin:/bin, HOME=its
+    /// XCD_HOME, and what `env` and `secret` set).
+    pub fn clean_env(mut self) -> Self {
+        self.clean = true;
         self
     }
 
@@ -114,8 +135,11 @@ impl DaemonBuilder {
             }
             None => Command::new(&self.bin),
         };
+        if self.clean {
+            command.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", &home);
+        }
         command
-            .args(["-port", "0", "-listen", &self.listen])
+            .args(["-port", &self.port.to_string(), "-listen", &self.listen])
             .args(&self.args)
             .env("XCD_HOME", &home)
             .env_remove("XC_PAR_SECRET")
