@@ -1,6 +1,8 @@
-//! Network namespaces for tests that multicast: two namespaces joined by a veth pair on
-//! link-local addresses, made by the test and removed when it ends, so that mDNS traffic never
-//! reaches the machine's own interfaces. Needs root and `ip` (iproute2).
+//! Network namespaces for tests that multicast or resolve names: two namespaces joined by a veth
+//! pair on link-local addresses, made by the test and removed when it ends, so that mDNS traffic
+//! never reaches the machine's own interfaces; a namespace can have more addresses and its own
+//! `/etc/hosts` (which `ip netns exec` mounts from `/etc/netns/NAME/hosts`). Needs root and `ip`
+//! (iproute2).
 
 use std::process::Command;
 
@@ -11,6 +13,8 @@ pub struct NetPair {
     pub a: String,
     /// The second namespace's name.
     pub b: String,
+    /// The veth ends, in `a` and in `b`.
+    devices: (String, String),
 }
 
 /// The first namespace's address.
@@ -32,8 +36,8 @@ impl NetPair {
     /// make namespaces (not root).
     pub fn create(tag: &str) -> Result<NetPair, String> {
         let id = format!("{tag}{}", std::process::id() % 100_000);
-        let pair = NetPair { a: format!("xcd-{id}-a"), b: format!("xcd-{id}-b") };
         let (va, vb) = (format!("xa{id}"), format!("xb{id}"));
+        let pair = NetPair { a: format!("xcd-{id}-a"), b: format!("xcd-{id}-b"), devices: (va.clone(), vb.clone()) };
         ip(&["netns", "add", &pair.a])?;
         ip(&["netns", "add", &pair.b])?;
         ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb])?;
@@ -44,6 +48,22 @@ impl NetPair {
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
         Ok(pair)
+    }
+
+    /// Gives namespace `b` another address on the link (169.254.77.x).
+    pub fn add_b_address(&self, addr: &str) -> Result<(), String> {
+        ip(&["-n", &self.b, "addr", "add", &format!("{addr}/24"), "dev", &self.devices.1])
+    }
+
+    /// Gives namespace `ns` (one of the pair's) its own `/etc/hosts`, with `lines` after the
+    /// loopback entries: programs run there by [`NetPair::exec`] resolve names by it. Removed
+    /// with the pair.
+    pub fn hosts(&self, ns: &str, lines: &str) -> Result<(), String> {
+        assert!(ns == self.a || ns == self.b, "{ns} is not one of this pair's namespaces");
+        let dir = std::path::Path::new("/etc/netns").join(ns);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("hosts"), format!("127.0.0.1 localhost\n::1 localhost\n{lines}\n"))
+            .map_err(|e| format!("{}: {e}", dir.display()))
     }
 
     /// A command run inside namespace `ns`.
@@ -59,5 +79,8 @@ impl Drop for NetPair {
         // Deleting a namespace deletes the veth end in it, and with it the pair.
         let _ = ip(&["netns", "del", &self.a]);
         let _ = ip(&["netns", "del", &self.b]);
+        for ns in [&self.a, &self.b] {
+            let _ = std::fs::remove_dir_all(std::path::Path::new("/etc/netns").join(ns));
+        }
     }
 }
