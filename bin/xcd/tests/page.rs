@@ -84,13 +84,8 @@ fn a_daemon_without_a_secret_shows_its_page_and_its_work() {
 
 #[test]
 fn chromium_gives_the_secret_once_and_is_remembered() {
-    if !xcd_e2e::browser::available() {
-        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and chromium-driver (scripts/deps --tests)");
-        eprintln!("skipped: /usr/bin/chromium or /usr/bin/chromedriver missing (scripts/deps --tests installs them)");
-        return;
-    }
+    let Some(browser) = xcd_e2e::browser::Browser::start_or_skip() else { return };
     let daemon = xcd().secret(SECRET).args(&["-pool", "render"]).start();
-    let browser = xcd_e2e::browser::Browser::start();
     browser.open(&daemon.url("/"));
     assert!(browser.html().contains("type=\"password\""), "the form first");
     browser.submit("secret", "wrong");

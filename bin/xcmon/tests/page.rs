@@ -131,16 +131,11 @@ fn escape(monitor: &Monitor, env: &[(&str, &str)]) -> String {
 
 #[test]
 fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
-    if !xcd_e2e::browser::available() {
-        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and chromium-driver (scripts/deps --tests)");
-        eprintln!("skipped: /usr/bin/chromium or /usr/bin/chromedriver missing (scripts/deps --tests installs them)");
-        return;
-    }
+    let Some(browser) = xcd_e2e::browser::Browser::start_or_skip() else { return };
     let pins = tempfile::tempdir().expect("a home for xcmon's pins");
     let home = pins.path().to_string_lossy().into_owned();
     let monitor = xcmon(&[("XC_PAR_SECRET", "s3cret"), ("XCC_HOME", &home)]);
     let daemon = Daemon::build(sibling("xcd")).secret("s3cret").args(&["-pool", "render"]).start();
-    let browser = xcd_e2e::browser::Browser::start();
     browser.open(&format!("http://127.0.0.1:{}/", monitor.page));
     assert_eq!(browser.text("h1").as_deref(), Some("xcmon"));
     browser.wait_for_text("#daemons", &format!(":{}", daemon.port), Duration::from_secs(30));
