@@ -1,5 +1,6 @@
-//! The check every request but `/healthz` passes first: the secret, then the program's version
-//! and data layout where it sends them (a plain REST read from curl sends neither).
+//! The check every request but `/healthz` and the page passes first: the secret (an address that
+//! sent too many wrong ones is held back, [`crate::limit`]), then the program's version and data
+//! layout where it sends them (a plain REST read from curl sends neither).
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
@@ -8,12 +9,14 @@ use axum::response::{IntoResponse, Response};
 use xcd_wire::Layout;
 use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
 
+use crate::activity::Peer;
 use crate::problem::ApiError;
 use crate::state::AppState;
 
 /// Middleware: refuses a request whose secret, version or layout does not match.
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match check(&state, request.headers()) {
+    let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
+    match check(&state, peer, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(e) => {
             // Counted and kept by the router's `observe`, from the answer.
@@ -34,13 +37,14 @@ pub(crate) async fn drain(body: axum::body::Body) {
     let _ = axum::body::to_bytes(body, DRAIN_BYTES).await;
 }
 
-fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+fn check(state: &AppState, peer: Peer, headers: &HeaderMap) -> Result<(), ApiError> {
     let given = headers.get(header::AUTHORIZATION).map(|value| {
         value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer "))).map(str::trim)
     });
     match (&state.0.config.secret, given) {
-        (Some(secret), Some(Some(token))) if secret.matches(token) => {}
-        (Some(_), _) => return Err(ApiError::SecretRefused),
+        (Some(secret), Some(token)) => secret_given(state, peer, secret, token)?,
+        // No secret at all is not a guess: refused, not counted.
+        (Some(_), None) => return Err(ApiError::SecretRefused),
         (None, Some(_)) => return Err(ApiError::SecretNotSet),
         (None, None) => {}
     }
@@ -61,4 +65,31 @@ fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// Checks a secret sent to a daemon that has one (`token` None: an `Authorization` header that is
+/// not a bearer), holding back an address that sent too many wrong ones.
+pub(crate) fn secret_given(
+    state: &AppState,
+    peer: Peer,
+    secret: &crate::state::Secret,
+    token: Option<&str>,
+) -> Result<(), ApiError> {
+    let limit = &state.0.failed_secrets;
+    let now = std::time::Instant::now();
+    if let Some(wait) = peer.client.and_then(|client| limit.held(client, now)) {
+        return Err(ApiError::TooManyFailures { retry_after: wait.as_secs().max(1) });
+    }
+    if token.is_some_and(|t| secret.matches(t)) {
+        if let Some(client) = peer.client {
+            limit.succeeded(client);
+        }
+        return Ok(());
+    }
+    if let Some(client) = peer.client {
+        if let Some(hold) = limit.failed(client, now) {
+            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", crate::limit::FREE_FAILURES + 1, hold.as_secs());
+        }
+    }
+    Err(ApiError::SecretRefused)
 }

@@ -18,11 +18,13 @@
 //! - [`metrics`]: Prometheus series;
 //! - [`activity`]: recent work, refusals and throughput, for the page and `/v1/capacity`;
 //! - [`page`]: the daemon's own page at `/` and the form that asks for its secret;
-//! - [`proxy`]: who sent a request, believing `X-Forwarded-For` only from trusted proxies.
+//! - [`proxy`]: who sent a request, believing `X-Forwarded-For` only from trusted proxies;
+//! - [`limit`]: wrong secrets counted per address, which is then held back for a while.
 #![forbid(unsafe_code)]
 
 pub mod activity;
 pub mod guard;
+pub mod limit;
 pub mod metrics;
 pub mod nimby;
 pub mod page;

@@ -37,9 +37,13 @@ pub(crate) struct Login {
 }
 
 /// `GET /`: the page, or the form that asks for the secret.
-pub(crate) async fn show(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if !allowed(&state, &headers) {
-        return html(StatusCode::UNAUTHORIZED, &LoginPage { failed: false });
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+) -> Response {
+    if !allowed(&state, peer, &headers) {
+        return html(StatusCode::UNAUTHORIZED, &LoginPage { failed: false, held: None });
     }
     html(StatusCode::OK, &page(&state).await)
 }
@@ -59,9 +63,17 @@ pub(crate) async fn login(
             return ApiError::BadRequest(format!("{}: send the form's field `secret`", e.body_text())).into_response();
         }
     };
-    if !secret.matches(&form.secret) {
-        state.refused(peer, "secret_refused", "POST / (the page's form)".to_owned());
-        return html(StatusCode::UNAUTHORIZED, &LoginPage { failed: true });
+    match crate::guard::secret_given(&state, peer, secret, Some(&form.secret)) {
+        Ok(()) => {}
+        Err(e) => {
+            state.refused(peer, e.code(), "POST / (the page's form)".to_owned());
+            let held = match e {
+                ApiError::TooManyFailures { retry_after } => Some(retry_after),
+                _ => None,
+            };
+            let status = if held.is_some() { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
+            return html(status, &LoginPage { failed: true, held });
+        }
     }
     let value = secret.page_token(unix_now());
     let cookie = Cookie::build((COOKIE, value))
@@ -78,8 +90,9 @@ pub(crate) async fn login(
     response
 }
 
-/// True when the page may be shown: no secret, or the secret given as a bearer or a valid cookie.
-fn allowed(state: &AppState, headers: &HeaderMap) -> bool {
+/// True when the page may be shown: no secret, or the secret given as a bearer (counted like any
+/// other: [`crate::limit`]) or a valid cookie.
+fn allowed(state: &AppState, peer: Peer, headers: &HeaderMap) -> bool {
     let Some(secret) = &state.0.config.secret else {
         return true;
     };
@@ -87,8 +100,8 @@ fn allowed(state: &AppState, headers: &HeaderMap) -> bool {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-    if bearer.is_some_and(|token| secret.matches(token.trim())) {
-        return true;
+    if let Some(token) = bearer {
+        return crate::guard::secret_given(state, peer, secret, Some(token.trim())).is_ok();
     }
     let now = unix_now();
     headers

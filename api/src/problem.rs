@@ -11,6 +11,14 @@ pub enum ApiError {
     /// The secret is missing or wrong.
     #[error("the daemon refused the secret: set XC_PAR_SECRET to the daemon's secret")]
     SecretRefused,
+    /// Too many wrong secrets from this address lately.
+    #[error(
+        "too many wrong secrets from this address: requests with a secret from it are refused for {retry_after} s more; set XC_PAR_SECRET to the daemon's secret and try again then"
+    )]
+    TooManyFailures {
+        /// Seconds until it may try again.
+        retry_after: u64,
+    },
     /// The daemon has no secret and the program sent one.
     #[error(
         "this daemon has no secret, and the program sent one: a program with a secret never uses an unprotected daemon; start the daemon with XC_PAR_SECRET"
@@ -118,6 +126,7 @@ pub const CODES: &[&str] = &[
     "device_failed",
     "not_found",
     "method_not_allowed",
+    "too_many_failures",
 ];
 
 impl ApiError {
@@ -143,6 +152,7 @@ impl ApiError {
             ApiError::DeviceFailed(_) => "device_failed",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::TooManyFailures { .. } => "too_many_failures",
         }
     }
 
@@ -163,6 +173,7 @@ impl ApiError {
             ApiError::DeviceFailed(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TooManyFailures { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -191,7 +202,7 @@ impl IntoResponse for ApiError {
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         match &self {
-            ApiError::DeclinedNimby { retry_after, .. } => {
+            ApiError::DeclinedNimby { retry_after, .. } | ApiError::TooManyFailures { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             ApiError::SecretRefused => {
@@ -230,6 +241,7 @@ mod tests {
             ApiError::DeviceFailed("x".into()),
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
+            ApiError::TooManyFailures { retry_after: 3 },
         ];
         for e in &all {
             match e {
@@ -249,6 +261,7 @@ mod tests {
                 | ApiError::UnknownBlock(_)
                 | ApiError::UnknownArray(_)
                 | ApiError::UnknownDevice(_)
+                | ApiError::TooManyFailures { .. }
                 | ApiError::DeviceFailed(_)
                 | ApiError::NotFound
                 | ApiError::MethodNotAllowed => {}

@@ -161,6 +161,7 @@ pub(crate) struct Inner {
     pub(crate) streams: AtomicU64,
     pub(crate) metrics: Metrics,
     pub(crate) activity: Activity,
+    pub(crate) failed_secrets: crate::limit::FailedSecrets,
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -183,6 +184,7 @@ impl AppState {
             streams: AtomicU64::new(0),
             metrics: Metrics::default(),
             activity: Activity::default(),
+            failed_secrets: crate::limit::FailedSecrets::default(),
         }))
     }
 

@@ -84,6 +84,8 @@ pub struct DaemonPage {
 pub struct LoginPage {
     /// True after a wrong secret.
     pub failed: bool,
+    /// Seconds this address is held back after too many wrong secrets.
+    pub held: Option<u64>,
 }
 
 /// `4 s ago`, `3 min ago`, `2 h ago`.
@@ -171,11 +173,13 @@ mod tests {
 
     #[test]
     fn the_login_form_says_nothing_about_the_daemon() {
-        let html = LoginPage { failed: false }.render().expect("renders");
+        let html = LoginPage { failed: false, held: None }.render().expect("renders");
         assert!(html.contains("<form method=\"post\"") && html.contains("type=\"password\""), "{html}");
         assert!(!html.contains("not this daemon"), "{html}");
-        let html = LoginPage { failed: true }.render().expect("renders");
+        let html = LoginPage { failed: true, held: None }.render().expect("renders");
         assert!(html.contains("not this daemon"), "{html}");
+        let html = LoginPage { failed: true, held: Some(8) }.render().expect("renders");
+        assert!(html.contains("try again in 8 s") && !html.contains("not this daemon"), "{html}");
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl RemoteError {
         let addr = addr.to_owned();
         match code {
             "secret_refused" => RemoteError::SecretRefused { addr },
+            "too_many_failures" => RemoteError::Failed { addr, detail },
             "secret_not_set" => RemoteError::SecretNotSet { addr },
             "version_mismatch" => RemoteError::Version { addr, detail },
             "layout_mismatch" => RemoteError::Layout { addr, detail },
