@@ -45,6 +45,18 @@ pub enum TlsError {
         /// The parser's complaint.
         error: String,
     },
+    /// The private key can be read by others than its owner.
+    #[error(
+        "{path} can be read by others (mode {mode:o}): whoever read it can pose as this daemon. If that cannot have happened, make it private with `chmod 600 {path}`; if it may have, remove both files under {home} to make a new identity (programs will then say the certificate changed until their pin is removed)"
+    )]
+    KeyReadable {
+        /// The key file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// Its folder.
+        home: PathBuf,
+    },
     /// rcgen could not make a certificate.
     #[error("cannot make a certificate: {0}")]
     Generate(String),
@@ -148,15 +160,15 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TlsError> {
     file.sync_all().map_err(io(path))
 }
 
-/// Makes sure an existing key is readable by its owner only.
+/// Refuses an existing key that others than its owner may read (or write).
 fn restrict(path: &Path) -> Result<(), TlsError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode();
+        let mode = std::fs::metadata(path).map_err(io(path))?.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            tracing::warn!("{} was readable by others; made it private (0600)", path.display());
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(path))?;
+            let home = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            return Err(TlsError::KeyReadable { path: path.to_owned(), mode, home });
         }
     }
     Ok(())
@@ -187,6 +199,24 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         first.server_config().expect("a TLS configuration");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_others_can_read_is_refused_and_left_as_it_is() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = home("open");
+        Identity::load_or_create(&dir).expect("made");
+        let key = dir.join(KEY_FILE);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let e = Identity::load_or_create(&dir).expect_err("refused");
+        let text = e.to_string();
+        assert!(text.contains("can be read by others (mode 644)") && text.contains("chmod 600"), "{text}");
+        let mode = std::fs::metadata(&key).expect("key").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "the daemon does not decide for the owner");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        Identity::load_or_create(&dir).expect("read once private again");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
