@@ -88,7 +88,7 @@ pub(crate) fn secret_given(
     }
     if let Some(client) = peer.client {
         if let Some(hold) = limit.failed(client, now) {
-            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", crate::limit::FREE_FAILURES + 1, hold.as_secs());
+            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", limit.free() + 1, hold.as_secs());
         }
     }
     Err(ApiError::SecretRefused)

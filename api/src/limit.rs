@@ -9,7 +9,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Wrong secrets an address may send before it is held back.
+/// Wrong secrets an address may send before it is held back, unless configured otherwise
+/// (`-secret-failures`).
 pub const FREE_FAILURES: u32 = 5;
 /// The first hold; each further failure doubles it.
 const FIRST_HOLD: Duration = Duration::from_secs(1);
@@ -28,12 +29,29 @@ struct Count {
 }
 
 /// Wrong secrets by client address.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FailedSecrets {
+    free: u32,
     counts: Mutex<HashMap<IpAddr, Count>>,
 }
 
+impl Default for FailedSecrets {
+    fn default() -> Self {
+        FailedSecrets::new(FREE_FAILURES)
+    }
+}
+
 impl FailedSecrets {
+    /// Holds an address back after `free` wrong secrets.
+    pub fn new(free: u32) -> Self {
+        FailedSecrets { free, counts: Mutex::default() }
+    }
+
+    /// Wrong secrets an address may send before it is held back.
+    pub fn free(&self) -> u32 {
+        self.free
+    }
+
     /// How long `client` is still held back at `now`, if it is.
     pub fn held(&self, client: IpAddr, now: Instant) -> Option<Duration> {
         let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,10 +75,10 @@ impl FailedSecrets {
         }
         count.failures += 1;
         count.last = now;
-        if count.failures <= FREE_FAILURES {
+        if count.failures <= self.free {
             return None;
         }
-        let doublings = (count.failures - FREE_FAILURES - 1).min(16);
+        let doublings = (count.failures - self.free - 1).min(16);
         let hold = FIRST_HOLD.saturating_mul(1 << doublings).min(LONGEST_HOLD);
         count.held_until = Some(now + hold);
         Some(hold)

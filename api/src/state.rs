@@ -91,12 +91,15 @@ pub struct Limits {
     pub max_streams: u64,
     /// Connections open at once.
     pub max_connections: usize,
-    /// A tile stream that sends nothing for this long, with no tile in flight, is closed.
+    /// A tile stream that sends nothing for this long with no tile in flight, or reads no result
+    /// for this long, is closed.
     pub stream_idle: Duration,
     /// Time for a TLS handshake.
     pub handshake: Duration,
     /// Time to receive a whole block, array or single-tile body.
     pub body: Duration,
+    /// Wrong secrets one address may send before it is held back.
+    pub secret_failures: u32,
 }
 
 impl Default for Limits {
@@ -112,6 +115,7 @@ impl Default for Limits {
             stream_idle: Duration::from_secs(60),
             handshake: Duration::from_secs(10),
             body: Duration::from_secs(60),
+            secret_failures: crate::limit::FREE_FAILURES,
         }
     }
 }
@@ -171,6 +175,7 @@ pub struct AppState(pub(crate) Arc<Inner>);
 impl AppState {
     /// State for a daemon serving `devices` with `config`.
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
+        let failed_secrets = crate::limit::FailedSecrets::new(config.limits.secret_failures);
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
         AppState(Arc::new(Inner {
             drain_tx,
@@ -184,7 +189,7 @@ impl AppState {
             streams: AtomicU64::new(0),
             metrics: Metrics::default(),
             activity: Activity::default(),
-            failed_secrets: crate::limit::FailedSecrets::default(),
+            failed_secrets,
         }))
     }
 

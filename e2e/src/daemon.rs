@@ -106,6 +106,13 @@ impl DaemonBuilder {
         self
     }
 
+    /// Runs the daemon under `command` (e.g. `prlimit --nofile=256:8192`), inside any wrapper
+    /// given before.
+    pub fn under(mut self, command: &[&str]) -> Self {
+        self.wrap.extend(command.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
     /// Runs the daemon on these CPUs only (`taskset -c LIST`, util-linux).
     pub fn cpus(mut self, list: &str) -> Self {
         self.wrap.extend(["taskset", "-c", list].map(str::to_owned));

@@ -4,7 +4,8 @@
 //! body as each tile finishes (in any order), keeping at most `depth` tiles of the stream on the
 //! device; it reads no further frames until one finishes, so HTTP/2 flow control holds a fast
 //! sender back. A bad frame gets an error frame for its tag and the stream goes on; a frame that
-//! breaks the framing itself ends the stream with an error frame tagged `u32::MAX`.
+//! breaks the framing itself ends the stream with an error frame tagged `u32::MAX`. A stream that
+//! sends nothing, or reads no result, for `Limits::stream_idle` is closed.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -248,8 +249,18 @@ async fn serve_stream(
         let room = running.len() < depth && !body_done && !draining_now;
         tokio::select! {
             Some(frame) = running.next(), if !running.is_empty() => {
-                if tx.send(frame).await.is_err() {
-                    return; // the program went away; its tiles in flight finish and are dropped
+                match tokio::time::timeout(limits.stream_idle, tx.send(frame)).await {
+                    Ok(Ok(())) => {}
+                    // The program went away; its tiles in flight finish and are dropped.
+                    Ok(Err(_)) => return,
+                    // A program that reads no result for this long holds a stream, tiles and
+                    // buffers for nothing: the stream ends (the program sees it end early).
+                    Err(_) => {
+                        let secs = limits.stream_idle.as_secs();
+                        tracing::info!(%peer, "a tile stream of block {} closed: no result read for {secs} s", desc.name);
+                        state.refused(peer, "results_unread", format!("the tile stream of block {}", desc.name));
+                        return;
+                    }
                 }
             }
             chunk = tokio::time::timeout(limits.stream_idle, data.next()), if room => match chunk {

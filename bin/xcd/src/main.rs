@@ -71,6 +71,10 @@ struct Cli {
     /// (e.g. 127.0.0.1 or 10.0.0.0/24). Nobody else's X-Forwarded-For is believed.
     #[arg(long, value_name = "ADDRS", default_value = "")]
     trust_proxy: String,
+    /// Wrong secrets one address may send before every request from it with a secret is refused
+    /// for a while (1 s, doubling with each further wrong one, up to 5 minutes).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    secret_failures: u32,
 }
 
 /// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
@@ -125,6 +129,28 @@ fn select(devices: Vec<xcd_engine::DeviceHandle>, wanted: Option<&str>) -> Vec<x
 fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
     eprintln!("xcd: {message}");
     ExitCode::from(code)
+}
+
+/// Raises the soft limit on open files toward the hard one, up to `wanted`: each connection is a
+/// file, and services often start with a soft limit of 1024. Says so when the hard limit is lower.
+#[cfg(unix)]
+fn raise_open_files(wanted: u64) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return };
+    let target = hard.min(wanted);
+    if soft < target {
+        if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, target, hard) {
+            eprintln!("xcd: warning: cannot raise the open-file limit from {soft} to {target}: {e}");
+            return;
+        }
+    }
+    let allowed = soft.max(target);
+    if allowed < wanted {
+        eprintln!(
+            "xcd: warning: this process may open {allowed} files (ulimit -n), so connections past about {} are refused; raise the hard limit (LimitNOFILE= in a systemd unit)",
+            allowed.saturating_sub(64)
+        );
+    }
 }
 
 fn main() -> ExitCode {
@@ -184,7 +210,9 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(1, format!("cannot start: {e}")),
     };
-    let limits = Limits { max_streams: cli.max_streams, ..Limits::default() };
+    let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() };
+    #[cfg(unix)]
+    raise_open_files(limits.max_connections as u64 + 256);
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
     let advertised_version = version.clone().unwrap_or_else(|| xcd_wire::VERSION.to_owned());
     let config = Config {
