@@ -37,11 +37,16 @@ pub(crate) async fn drain(body: axum::body::Body) {
     let _ = axum::body::to_bytes(body, DRAIN_BYTES).await;
 }
 
-fn check(state: &AppState, peer: Peer, headers: &HeaderMap) -> Result<(), ApiError> {
-    let given = headers.get(header::AUTHORIZATION).map(|value| {
+/// The secret a request sends: None without an `Authorization` header, Some(None) with one that is
+/// not a bearer.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<Option<&str>> {
+    headers.get(header::AUTHORIZATION).map(|value| {
         value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer "))).map(str::trim)
-    });
-    match (&state.0.config.secret, given) {
+    })
+}
+
+fn check(state: &AppState, peer: Peer, headers: &HeaderMap) -> Result<(), ApiError> {
+    match (&state.0.config.secret, bearer(headers)) {
         (Some(secret), Some(token)) => secret_given(state, peer, secret, token)?,
         // No secret at all is not a guess: refused, not counted.
         (Some(_), None) => return Err(ApiError::SecretRefused),

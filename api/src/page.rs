@@ -17,7 +17,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cookie::{Cookie, SameSite};
 use serde::Deserialize;
-use xcd_ui::{Chart, DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow, daemon::ago, daemon::bytes};
+use xcd_ui::daemon::{ago, memory};
+use xcd_ui::{Chart, DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow};
 
 use crate::activity::{Peer, STEP};
 use crate::problem::ApiError;
@@ -96,12 +97,8 @@ fn allowed(state: &AppState, peer: Peer, headers: &HeaderMap) -> bool {
     let Some(secret) = &state.0.config.secret else {
         return true;
     };
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-    if let Some(token) = bearer {
-        return crate::guard::secret_given(state, peer, secret, Some(token.trim())).is_ok();
+    if let Some(Some(token)) = crate::guard::bearer(headers) {
+        return crate::guard::secret_given(state, peer, secret, Some(token)).is_ok();
     }
     let now = unix_now();
     headers
@@ -152,12 +149,7 @@ async fn page(state: &AppState) -> DaemonPage {
     let mut devices = Vec::new();
     for device in &state.0.devices {
         let info = device.status().await.unwrap_or_else(|_| device.info().clone());
-        let memory = match (info.memory_free, info.memory_total) {
-            (Some(free), Some(total)) => format!("{} free of {}", bytes(free), bytes(total)),
-            (None, Some(total)) => format!("{} (the driver does not say how much is free)", bytes(total)),
-            (Some(free), None) => format!("{} free", bytes(free)),
-            (None, None) => "not told by the driver".to_owned(),
-        };
+        let memory = memory(info.memory_free, info.memory_total);
         let backend = format!("{:?}", info.backend).to_lowercase();
         let kind = if info.cpu { format!("{backend} (CPU: this machine has no GPU)") } else { backend };
         devices.push(DeviceRow { id: info.id, kind, memory });

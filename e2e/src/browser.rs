@@ -6,7 +6,6 @@
 //! is deleted afterwards. Certificates are accepted as WebDriver's `acceptInsecureCerts` says,
 //! for a daemon's self-signed one; nothing else about the page is relaxed.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,10 +42,6 @@ pub fn available() -> bool {
     Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
 impl Browser {
     /// [`Browser::start`], or None where Chromium is not installed (the test then says it
     /// skipped); under CI, which installs it, a missing browser fails the test.
@@ -63,7 +58,7 @@ impl Browser {
     pub fn start() -> Browser {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
         let profile = tempfile::tempdir().expect("a profile folder");
-        let port = free_port();
+        let port = crate::free_port();
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

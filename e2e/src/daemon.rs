@@ -230,6 +230,21 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Its resident memory now, in KiB (from `/proc`; 0 where that cannot be read).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// How many files (sockets among them) it has open now.
+    pub fn open_files(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map(|d| d.count()).unwrap_or(0)
+    }
+
     /// Waits (up to a minute) until the daemon has served at least `tiles` tiles, by its metrics.
     pub fn wait_for_tiles(&self, secret: &str, tiles: f64) {
         let metrics = self.url("/metrics");

@@ -13,6 +13,11 @@ pub use netns::NetPair;
 
 use std::path::{Path, PathBuf};
 
+/// A TCP port free on loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
 /// The repository's root (the workspace folder).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))

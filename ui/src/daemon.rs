@@ -97,6 +97,16 @@ pub fn ago(secs: u64) -> String {
     }
 }
 
+/// A device's memory as far as its driver tells: `3.1 GiB free of 80.0 GiB`.
+pub fn memory(free: Option<u64>, total: Option<u64>) -> String {
+    match (free, total) {
+        (Some(free), Some(total)) => format!("{} free of {}", bytes(free), bytes(total)),
+        (None, Some(total)) => format!("{} (the driver does not say how much is free)", bytes(total)),
+        (Some(free), None) => format!("{} free", bytes(free)),
+        (None, None) => "not told by the driver".to_owned(),
+    }
+}
+
 /// `1.5 GiB`.
 pub fn bytes(n: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
@@ -186,5 +196,7 @@ mod tests {
     fn times_and_sizes_read_well() {
         assert_eq!([ago(5), ago(600), ago(10_000)], ["5 s ago", "10 min ago", "2 h ago"]);
         assert_eq!([bytes(512 << 20), bytes(3 << 30)], ["512 MiB", "3.0 GiB"]);
+        assert_eq!(memory(Some(1 << 30), Some(2 << 30)), "1.0 GiB free of 2.0 GiB");
+        assert_eq!(memory(None, None), "not told by the driver");
     }
 }

@@ -76,15 +76,6 @@ fn frame(tag: u32, start: u32, count: u32, params: Vec<u32>, wholes: Vec<[u8; 32
     TileFrame { tag, tile: Tile { start, count }, params, wholes, inputs }.encode()
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     let daemon = xcd().secret(SECRET).args(&["-mdns", "false"]).start();
@@ -113,7 +104,7 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
             }
         })
     };
-    let rss_before = rss_kib(daemon.pid());
+    let rss_before = daemon.rss_kib();
 
     let mut rows: Vec<(&str, &str, Outcome)> = Vec::new();
     macro_rules! case {
@@ -455,7 +446,7 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     }
     stop.store(1, Ordering::SeqCst);
     canary.await.expect("the canary ran");
-    let rss_after = rss_kib(daemon.pid());
+    let rss_after = daemon.rss_kib();
 
     // The table, for docs/reliability.md.
     let mut table =

@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn open_files(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
-}
-
 /// A single tile over a connection of its own (curl), as a new client would.
 fn new_client_served(daemon: &xcd_e2e::Daemon, tile: &str) -> bool {
     let out = xcd_e2e::curl(&[
@@ -41,20 +37,20 @@ async fn a_thousand_idle_connections_starve_no_one() {
     assert!(soft > 4096, "raised from 256 to past its 4096 connections: {line}");
     let id = register(&daemon, "escape").await;
     let tile = daemon.url(&format!("/v1/blocks/{id}/tile?count=64&params=64,64,100"));
-    let before = open_files(daemon.pid());
+    let before = daemon.open_files();
 
     let idle: Vec<TcpStream> =
         (0..1000).map(|_| TcpStream::connect(("127.0.0.1", daemon.port)).expect("a connection")).collect();
     std::thread::sleep(Duration::from_millis(500));
-    let held = open_files(daemon.pid());
+    let held = daemon.open_files();
     assert!(held >= before + 900, "the daemon holds them: {before} files, then {held}");
     for _ in 0..10 {
         assert!(new_client_served(&daemon, &tile));
     }
     // The handshake limit (10 s) closes every one that never spoke.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while open_files(daemon.pid()) > before + 10 {
-        assert!(Instant::now() < deadline, "idle connections still open: {}", open_files(daemon.pid()));
+    while daemon.open_files() > before + 10 {
+        assert!(Instant::now() < deadline, "idle connections still open: {}", daemon.open_files());
         std::thread::sleep(Duration::from_millis(250));
     }
     drop(idle);
@@ -88,16 +84,6 @@ async fn unread_stream(
         .unwrap_or_else(|e| panic!("the stream opens: {e:?}\n{}", daemon.stderr()))
 }
 
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    kib / 1024
-}
-
 #[test]
 fn streams_whose_results_are_never_read_hold_back_their_sender_not_the_daemon() {
     use std::sync::Arc;
@@ -106,7 +92,7 @@ fn streams_whose_results_are_never_read_hold_back_their_sender_not_the_daemon() 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let id = runtime.block_on(register(&daemon, "escape"));
     let tile = daemon.url(&format!("/v1/blocks/{id}/tile?count=64&params=64,64,100"));
-    let before = rss_mib(daemon.pid());
+    let before = daemon.rss_kib() / 1024;
     // The careless clients live on a runtime of their own, shut down at the end: their
     // connections then close as a crashed program's would.
     let clients = tokio::runtime::Runtime::new().expect("a runtime");
@@ -136,7 +122,7 @@ fn streams_whose_results_are_never_read_hold_back_their_sender_not_the_daemon() 
     let frame_bytes = escape_frame(0, 0, 65_536, 256, 256, 50).len() as u64;
     let per_stream = last * frame_bytes / 16;
     assert!(per_stream < 4 << 20, "{per_stream} bytes of frames taken per stream");
-    let during = rss_mib(daemon.pid());
+    let during = daemon.rss_kib() / 1024;
     assert!(during < before + 1024, "memory bounded: {before} MiB, then {during} MiB");
     for _ in 0..5 {
         assert!(new_client_served(&daemon, &tile), "a new client is served meanwhile");

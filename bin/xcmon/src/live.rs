@@ -13,7 +13,7 @@ use xcd_runtime::home::Home;
 use xcd_runtime::remote::reader::Reader;
 use xcd_ui::LiveView;
 use xcd_ui::chart::Samples;
-use xcd_ui::daemon::bytes;
+use xcd_ui::daemon::memory;
 
 /// Time between readings.
 pub(crate) const EVERY: Duration = Duration::from_secs(2);
@@ -108,11 +108,7 @@ pub(crate) async fn read(
                     live.in_flight = capacity.tiles_in_flight;
                     live.memory = devices
                         .iter()
-                        .map(|d| match (d.memory_free, d.memory_total) {
-                            (Some(free), Some(total)) => format!("{}: {} free of {}", d.id, bytes(free), bytes(total)),
-                            (None, Some(total)) => format!("{}: {}", d.id, bytes(total)),
-                            _ => format!("{}: memory not told", d.id),
-                        })
+                        .map(|d| format!("{}: {}", d.id, memory(d.memory_free, d.memory_total)))
                         .collect();
                     live.error = None;
                 }

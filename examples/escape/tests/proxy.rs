@@ -4,12 +4,12 @@
 //! tile, the daemon's page, and escape on both nodes with the same total, pinning the proxy's
 //! certificate. The nodes believe `X-Forwarded-For` from the proxy only.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use xcd_e2e::{Daemon, DaemonBuilder};
+use xcd_e2e::{Daemon, DaemonBuilder, free_port};
 
 const SECRET: &str = "correct-horse-battery";
 const SIZE: [&str; 6] = ["--width", "512", "--height", "512", "--max-iter", "300"];
@@ -18,10 +18,6 @@ fn xcd() -> DaemonBuilder {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
     assert!(bin.exists(), "xcd is not built beside escape: run `cargo build --workspace --bins` (scripts/test does)");
     Daemon::build(bin)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// Caddy with `docker/Caddyfile`, TLS on two loopback ports, h2c to two nodes.
