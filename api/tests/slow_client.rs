@@ -3,27 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use xcd_api::{AppState, Config, Identity, Limits, serve};
+mod common;
+
+use xcd_api::Limits;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stalled_upload_is_refused_in_time() {
-    let home = tempfile::tempdir().expect("home");
-    let identity = Identity::load_or_create(home.path()).expect("identity");
-    let config = Config { limits: Limits { body: Duration::from_secs(1), ..Limits::default() }, ..Config::default() };
-    let state = AppState::new(config, Vec::new());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-    let port = listener.local_addr().expect("address").port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(
-        listener,
-        Some(identity.server_config().expect("TLS")),
-        state,
-        async move {
-            let _ = stopped.await;
-        },
-        Duration::from_secs(5),
-    ));
-
+    let server = common::Server::start(Limits { body: Duration::from_secs(1), ..Limits::default() }, Vec::new()).await;
     // The start of a block description, then nothing.
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
     tx.send(Ok(b"{\"name\": \"stalled\", ".to_vec())).await.expect("sent");
@@ -31,7 +17,7 @@ async fn a_stalled_upload_is_refused_in_time() {
         rx.recv().await.map(|b| (b, rx))
     }));
     let started = Instant::now();
-    let request = xcd_e2e::client().post(format!("https://127.0.0.1:{port}/v1/blocks")).body(body).send();
+    let request = xcd_e2e::client().post(format!("{}/v1/blocks", server.base)).body(body).send();
     let response = tokio::time::timeout(Duration::from_secs(15), request)
         .await
         .expect("the daemon answered a stalled upload in time")
@@ -42,8 +28,7 @@ async fn a_stalled_upload_is_refused_in_time() {
     assert!(text.contains("could not be read"), "{text}");
     drop(tx);
 
-    let health = xcd_e2e::client().get(format!("https://127.0.0.1:{port}/healthz")).send().await.expect("served");
+    let health = xcd_e2e::client().get(format!("{}/healthz", server.base)).send().await.expect("served");
     assert_eq!(health.status(), 200);
-    let _ = stop.send(());
-    server.await.expect("server stops");
+    server.stop().await;
 }

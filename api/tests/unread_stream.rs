@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use xcd_api::{AppState, Config, Identity, Limits, serve};
+mod common;
+
+use xcd_api::Limits;
 use xcd_wire::{Tile, TileFrame};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -14,22 +16,9 @@ async fn a_stream_whose_results_are_never_read_is_closed() {
         eprintln!("skipped: no device");
         return;
     };
-    let home = tempfile::tempdir().expect("home");
-    let identity = Identity::load_or_create(home.path()).expect("identity");
     let limits = Limits { stream_idle: Duration::from_secs(1), ..Limits::default() };
-    let state = AppState::new(Config { limits, ..Config::default() }, vec![device]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-    let base = format!("https://127.0.0.1:{}", listener.local_addr().expect("address").port());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(
-        listener,
-        Some(identity.server_config().expect("TLS")),
-        state,
-        async move {
-            let _ = stopped.await;
-        },
-        Duration::from_secs(5),
-    ));
+    let server = common::Server::start(limits, vec![device]).await;
+    let base = server.base.clone();
     let block = xcd_kernels::all().into_iter().find(|b| b.desc.name == "escape").expect("escape");
     let client = xcd_e2e::client();
     let registered = client.post(format!("{base}/v1/blocks")).json(&*block.desc).send().await.expect("sent");
@@ -66,6 +55,5 @@ async fn a_stream_whose_results_are_never_read_is_closed() {
     drop(unread);
     let health = client.get(format!("{base}/healthz")).send().await.expect("served");
     assert_eq!(health.status(), 200);
-    let _ = stop.send(());
-    server.await.expect("server stops");
+    server.stop().await;
 }

@@ -1,0 +1,50 @@
+//! The real server in-process for the API's tests: TLS on a loopback port 0, with chosen limits
+//! and devices, stopped when the handle is.
+
+#![allow(dead_code, unreachable_pub)] // each test file uses its own share of these
+
+use std::time::Duration;
+
+use xcd_api::{AppState, Config, Identity, Limits, serve};
+use xcd_engine::DeviceHandle;
+
+/// A running in-process daemon.
+pub struct Server {
+    /// `https://127.0.0.1:PORT`.
+    pub base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    _home: tempfile::TempDir,
+}
+
+impl Server {
+    /// Serves `devices` with `limits` (no secret).
+    pub async fn start(limits: Limits, devices: Vec<DeviceHandle>) -> Server {
+        let home = tempfile::tempdir().expect("home");
+        let identity = Identity::load_or_create(home.path()).expect("identity");
+        let state = AppState::new(Config { limits, ..Config::default() }, devices);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
+        let base = format!("https://127.0.0.1:{}", listener.local_addr().expect("address").port());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve(
+            listener,
+            Some(identity.server_config().expect("TLS")),
+            state,
+            async move {
+                let _ = stopped.await;
+            },
+            Duration::from_secs(5),
+        ));
+        Server { base, stop: Some(stop), task: Some(task), _home: home }
+    }
+
+    /// Stops it and waits for it to finish.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("server stops");
+        }
+    }
+}
