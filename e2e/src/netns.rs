@@ -66,6 +66,27 @@ impl NetPair {
             .map_err(|e| format!("{}: {e}", dir.display()))
     }
 
+    /// Takes the link between the two namespaces down (a cable pulled: no packet passes, no
+    /// connection is told) or up again.
+    pub fn set_link(&self, up: bool) -> Result<(), String> {
+        ip(&["-n", &self.b, "link", "set", &self.devices.1, if up { "up" } else { "down" }])
+    }
+
+    /// Caps the link's rate both ways with a token bucket (`tc … tbf`, e.g. `rate` "20mbit").
+    pub fn shape(&self, rate: &str) -> Result<(), String> {
+        for (ns, dev) in [(&self.a, &self.devices.0), (&self.b, &self.devices.1)] {
+            let out = Command::new("ip")
+                .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate])
+                .args(["burst", "64kb", "latency", "100ms"])
+                .output()
+                .map_err(|e| format!("tc: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("tc in {ns}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            }
+        }
+        Ok(())
+    }
+
     /// A command run inside namespace `ns`.
     pub fn exec(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut command = Command::new("ip");
