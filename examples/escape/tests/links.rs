@@ -89,3 +89,90 @@ fn a_slowed_link_gives_the_same_total() {
     assert!(stderr.contains(&format!("par: remote worker remote:{B_ADDR}:")), "{stderr}");
     println!("20 Mbit/s link: the same total in {:.1} s, all on the daemon", took.as_secs_f64());
 }
+
+fn on_loopback(home: &std::path::Path, workers: &str, remote: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_escape"));
+    command
+        .args(SIZE)
+        .env("XCC_HOME", home)
+        .env("XC_PAR_REPORT", "1")
+        .env("XC_PAR_SECRET", SECRET)
+        .env("XC_PAR_REMOTE", remote)
+        .env("XC_PAR_WORKERS", workers)
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .env_remove("XC_PAR_POOL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The round trip the report names for the remote worker, in ms.
+fn round_trip_ms(report: &str) -> Option<f64> {
+    let after = report.split("round trip ").nth(1)?;
+    after.split(" ms").next()?.trim().parse().ok()
+}
+
+#[test]
+fn a_delayed_link_gives_the_same_total_and_a_stalled_one_is_left() {
+    let daemon = xcd().args(&["-mdns", "false"]).start();
+    let relay = xcd_e2e::relay::Relay::start(([127, 0, 0, 1], daemon.port).into(), Duration::from_millis(5));
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("127.0.0.1:{}", relay.port);
+    let want = total(&on_loopback(home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+
+    // 5 ms each way: the program measures the round trip, hides it with depth, and agrees.
+    let out = on_loopback(home.path(), "remote", &remote).output().expect("escape runs");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(total(&out), Some(want), "{report}");
+    let rtt = round_trip_ms(&report).unwrap_or_default();
+    assert!(rtt >= 10.0, "a round trip of at least 10 ms through the relay: {report}");
+
+    // The relay stops passing bytes mid-run without closing anything.
+    let child = on_loopback(home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
+    daemon.wait_for_tiles(SECRET, daemon_tiles(&daemon) + 3.0);
+    relay.stall();
+    let out = child.wait_with_output().expect("escape ends");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(total(&out), Some(want), "{report}");
+    assert!(report.contains("the daemon stopped answering"), "{report}");
+    println!("through a 5 ms relay: round trip {rtt} ms; a stalled relay left with the same total");
+}
+
+/// Tiles the daemon has served so far (its metrics).
+fn daemon_tiles(daemon: &Daemon) -> f64 {
+    let out = xcd_e2e::curl(&["-H", &format!("Authorization: Bearer {SECRET}"), &daemon.url("/metrics")]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("xcd_tiles_total"))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .sum()
+}
+
+#[test]
+fn a_daemon_restarted_mid_run_keeps_its_certificate_and_the_programs_pin() {
+    let home_xcd = tempfile::tempdir().expect("XCD_HOME");
+    let port = xcd_e2e::free_port();
+    let start = || xcd().home(home_xcd.path()).port(port).args(&["-mdns", "false"]).start();
+    let daemon = start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("127.0.0.1:{port}");
+    let want = total(&on_loopback(home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+    let child = on_loopback(home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
+    daemon.wait_for_tiles(SECRET, 3.0);
+    let fingerprint = daemon.stdout.iter().find(|l| l.contains("certificate")).cloned().unwrap_or_default();
+    drop(daemon); // killed mid-run, then started again at the same port and home
+    let again = start();
+    let out = child.wait_with_output().expect("escape ends");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(total(&out), Some(want), "the run that lost its daemon: {report}");
+    let refingerprint = again.stdout.iter().find(|l| l.contains("certificate")).cloned().unwrap_or_default();
+    assert_eq!(fingerprint, refingerprint, "the same certificate after the restart");
+    // The next run uses the restarted daemon under the pin it kept.
+    let out = on_loopback(home.path(), "remote", &remote).output().expect("escape runs");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !report.contains("certificate changed"), "{report}");
+    assert_eq!(total(&out), Some(want), "{report}");
+}
