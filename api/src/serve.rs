@@ -33,7 +33,7 @@ pub async fn serve(
     let acceptor = tls.map(TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read);
     builder
         .http2()
         .timer(TokioTimer::new())

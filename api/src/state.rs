@@ -96,6 +96,9 @@ pub struct Limits {
     pub stream_idle: Duration,
     /// Time for a TLS handshake.
     pub handshake: Duration,
+    /// Time for an HTTP/1.1 request's headers to arrive (a client that trickles them, slowloris,
+    /// is cut off).
+    pub header_read: Duration,
     /// Time to receive a whole block, array or single-tile body.
     pub body: Duration,
     /// Wrong secrets one address may send before it is held back.
@@ -114,6 +117,7 @@ impl Default for Limits {
             max_connections: 4096,
             stream_idle: Duration::from_secs(60),
             handshake: Duration::from_secs(10),
+            header_read: Duration::from_secs(30),
             body: Duration::from_secs(60),
             secret_failures: crate::limit::FREE_FAILURES,
         }

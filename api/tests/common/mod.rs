@@ -10,7 +10,7 @@ use xcd_engine::DeviceHandle;
 
 /// A running in-process daemon.
 pub struct Server {
-    /// `https://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT` (`http://` without TLS).
     pub base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -18,17 +18,27 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serves `devices` with `limits` (no secret).
+    /// Serves `devices` with `limits` (no secret) over TLS.
     pub async fn start(limits: Limits, devices: Vec<DeviceHandle>) -> Server {
+        Server::start_with(limits, devices, true).await
+    }
+
+    /// Serves `devices` with `limits` (no secret) without TLS (`-plain`: h2c and HTTP/1.1).
+    pub async fn start_plain(limits: Limits, devices: Vec<DeviceHandle>) -> Server {
+        Server::start_with(limits, devices, false).await
+    }
+
+    async fn start_with(limits: Limits, devices: Vec<DeviceHandle>, tls: bool) -> Server {
         let home = tempfile::tempdir().expect("home");
         let identity = Identity::load_or_create(home.path()).expect("identity");
         let state = AppState::new(Config { limits, ..Config::default() }, devices);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-        let base = format!("https://127.0.0.1:{}", listener.local_addr().expect("address").port());
+        let scheme = if tls { "https" } else { "http" };
+        let base = format!("{scheme}://127.0.0.1:{}", listener.local_addr().expect("address").port());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(serve(
             listener,
-            Some(identity.server_config().expect("TLS")),
+            tls.then(|| identity.server_config().expect("TLS")),
             state,
             async move {
                 let _ = stopped.await;
