@@ -139,8 +139,13 @@ fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
     browser.open(&format!("http://127.0.0.1:{}/", monitor.page));
     assert_eq!(browser.text("h1").as_deref(), Some("xcmon"));
     browser.wait_for_text("#daemons", &format!(":{}", daemon.port), Duration::from_secs(30));
-    // xcmon read the daemon itself: its device's memory and the throughput chart.
-    browser.wait_for_text("#daemons", "tiles in flight", Duration::from_secs(30));
+    // xcmon read the daemon itself, twice over (a chart needs two readings): its device's memory
+    // and a flat throughput chart, before the program runs. (One failed first reading, say
+    // while the pins file was being written, shows the row without a chart.)
+    let row = format!("tr[data-daemon$=':{}']", daemon.port);
+    browser.wait_for(&row, "two readings of the daemon", Duration::from_secs(30), |text| {
+        text.contains("tiles in flight") && text.contains("now 0.00 items/s")
+    });
     assert!(browser.text("#runs").unwrap_or_default().contains("No runs yet"));
     // A mark in the page's memory: still there at the end means the page never reloaded.
     browser.eval("window.xcmonMark = 42; return 0;");
@@ -153,7 +158,6 @@ fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
     assert_eq!(escape(&monitor, &[("XC_PAR_WORKERS", "cpu")]), total, "the same total on the CPU");
     browser.wait_for_text("#runs", "cpu 100%", Duration::from_secs(30));
     // The daemon's chart shows the items it did (every 2 s xcmon reads it again).
-    let row = format!("tr[data-daemon$=':{}']", daemon.port);
     let live = browser.wait_for(&row, "a throughput peak above 0", Duration::from_secs(30), |text| {
         text.contains("peak ") && !text.contains("peak 0.00 items/s")
     });
