@@ -13,23 +13,17 @@ use xcd_e2e::{Daemon, DaemonBuilder};
 const SECRET: &str = "correct-horse-battery";
 const SIZE: [&str; 6] = ["--width", "2048", "--height", "2048", "--max-iter", "1000"];
 
-fn net(tag: &str) -> Option<NetPair> {
-    match NetPair::create(tag) {
-        Ok(pair) => Some(pair),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: cannot make network namespaces here ({e}); run as root");
-            None
-        }
-        Err(e) => panic!("cannot make network namespaces under CI: {e}"),
-    }
-}
-
 fn xcd() -> DaemonBuilder {
     Daemon::build(PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd")).secret(SECRET)
 }
 
-fn escape(net: &NetPair, home: &std::path::Path, workers: &str, remote: &str) -> Command {
-    let mut command = NetPair::exec(&net.a, env!("CARGO_BIN_EXE_escape"));
+/// escape reporting, with the secret, on `workers`, naming `remote`; inside namespace `a` of
+/// `net`, or on this machine's own network with None.
+fn run_escape(net: Option<&NetPair>, home: &std::path::Path, workers: &str, remote: &str) -> Command {
+    let mut command = match net {
+        Some(net) => NetPair::exec(&net.a, env!("CARGO_BIN_EXE_escape")),
+        None => Command::new(env!("CARGO_BIN_EXE_escape")),
+    };
     command
         .args(SIZE)
         .env("XCC_HOME", home)
@@ -50,13 +44,14 @@ fn total(out: &std::process::Output) -> Option<u64> {
 
 #[test]
 fn a_link_pulled_mid_run_leaves_the_same_total_in_bounded_time() {
-    let Some(net) = net("cut") else { return };
+    let Some(net) = NetPair::create_or_skip("cut") else { return };
     let daemon = xcd().netns(&net.b, B_ADDR).args(&["-mdns", "false"]).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("{B_ADDR}:{}", daemon.port);
-    let want = total(&escape(&net, home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+    let want =
+        total(&run_escape(Some(&net), home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
     let started = Instant::now();
-    let child = escape(&net, home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
+    let child = run_escape(Some(&net), home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
     daemon.wait_for_tiles(SECRET, 3.0);
     net.set_link(false).expect("the link goes down");
     let out = child.wait_with_output().expect("escape ends");
@@ -74,36 +69,21 @@ fn a_link_pulled_mid_run_leaves_the_same_total_in_bounded_time() {
 
 #[test]
 fn a_slowed_link_gives_the_same_total() {
-    let Some(net) = net("tbf") else { return };
+    let Some(net) = NetPair::create_or_skip("tbf") else { return };
     net.shape("20mbit").expect("tc tbf");
     let daemon = xcd().netns(&net.b, B_ADDR).args(&["-mdns", "false"]).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("{B_ADDR}:{}", daemon.port);
-    let want = total(&escape(&net, home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+    let want =
+        total(&run_escape(Some(&net), home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
     let started = Instant::now();
-    let out = escape(&net, home.path(), "remote", &remote).output().expect("escape runs");
+    let out = run_escape(Some(&net), home.path(), "remote", &remote).output().expect("escape runs");
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(total(&out), Some(want), "{stderr}");
     assert!(stderr.contains(&format!("par: remote worker remote:{B_ADDR}:")), "{stderr}");
     println!("20 Mbit/s link: the same total in {:.1} s, all on the daemon", took.as_secs_f64());
-}
-
-fn on_loopback(home: &std::path::Path, workers: &str, remote: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_escape"));
-    command
-        .args(SIZE)
-        .env("XCC_HOME", home)
-        .env("XC_PAR_REPORT", "1")
-        .env("XC_PAR_SECRET", SECRET)
-        .env("XC_PAR_REMOTE", remote)
-        .env("XC_PAR_WORKERS", workers)
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .env_remove("XC_PAR_POOL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
 }
 
 /// The round trip the report names for the remote worker, in ms.
@@ -118,10 +98,10 @@ fn a_delayed_link_gives_the_same_total_and_a_stalled_one_is_left() {
     let relay = xcd_e2e::relay::Relay::start(([127, 0, 0, 1], daemon.port).into(), Duration::from_millis(5));
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("127.0.0.1:{}", relay.port);
-    let want = total(&on_loopback(home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+    let want = total(&run_escape(None, home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
 
     // 5 ms each way: the program measures the round trip, hides it with depth, and agrees.
-    let out = on_loopback(home.path(), "remote", &remote).output().expect("escape runs");
+    let out = run_escape(None, home.path(), "remote", &remote).output().expect("escape runs");
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{report}");
     assert_eq!(total(&out), Some(want), "{report}");
@@ -129,7 +109,7 @@ fn a_delayed_link_gives_the_same_total_and_a_stalled_one_is_left() {
     assert!(rtt >= 10.0, "a round trip of at least 10 ms through the relay: {report}");
 
     // The relay stops passing bytes mid-run without closing anything.
-    let child = on_loopback(home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
+    let child = run_escape(None, home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
     daemon.wait_for_tiles(SECRET, daemon_tiles(&daemon) + 3.0);
     relay.stall();
     let out = child.wait_with_output().expect("escape ends");
@@ -158,8 +138,8 @@ fn a_daemon_restarted_mid_run_keeps_its_certificate_and_the_programs_pin() {
     let daemon = start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("127.0.0.1:{port}");
-    let want = total(&on_loopback(home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
-    let child = on_loopback(home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
+    let want = total(&run_escape(None, home.path(), "gpu", &remote).output().expect("runs")).expect("the GPU's total");
+    let child = run_escape(None, home.path(), "gpu,remote", &remote).spawn().expect("escape starts");
     daemon.wait_for_tiles(SECRET, 3.0);
     let fingerprint = daemon.stdout.iter().find(|l| l.contains("certificate")).cloned().unwrap_or_default();
     drop(daemon); // killed mid-run, then started again at the same port and home
@@ -171,7 +151,7 @@ fn a_daemon_restarted_mid_run_keeps_its_certificate_and_the_programs_pin() {
     let refingerprint = again.stdout.iter().find(|l| l.contains("certificate")).cloned().unwrap_or_default();
     assert_eq!(fingerprint, refingerprint, "the same certificate after the restart");
     // The next run uses the restarted daemon under the pin it kept.
-    let out = on_loopback(home.path(), "remote", &remote).output().expect("escape runs");
+    let out = run_escape(None, home.path(), "remote", &remote).output().expect("escape runs");
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !report.contains("certificate changed"), "{report}");
     assert_eq!(total(&out), Some(want), "{report}");
