@@ -14,7 +14,7 @@
 //! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
 //! - [`placement`]: which kinds of worker run a block, measured once and remembered;
 //! - [`remote`]: remote workers, the devices of daemons in `XC_PAR_REMOTE`, pinned;
-//! - [`home`]: the settings file under `XCC_HOME` (pins, placements);
+//! - [`home`]: the settings file under `XCC_HOME` (pins, placements), the `xcd-home` crate;
 //! - [`settings`]: [`Settings`] from the environment;
 //! - [`report`]: [`RunReport`] and the `par:` lines;
 //! - [`trace`]: each run's record sent to `XC_PAR_TRACE`'s monitor.
@@ -22,7 +22,7 @@
 
 pub mod args;
 pub mod block;
-pub mod home;
+pub use xcd_home as home;
 pub mod placement;
 pub mod remote;
 pub mod report;

@@ -3,6 +3,10 @@
 //!
 //! The file is read again before each write and replaced atomically (a temporary file renamed
 //! over it), so programs that run at once do not lose each other's keys.
+//!
+//! A crate of its own so that its parser, which reads a file anyone may have edited, can be
+//! fuzzed without building a GPU stack (`fuzz/fuzz_targets/settings.rs`). It owns the file's
+//! format only: what the keys mean belongs to the runtime, which must reach the file through here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -84,8 +88,7 @@ impl Home {
         let path = self.path();
         let io = |error| HomeError::Io { path: path.clone(), error };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let text =
-            toml::to_string(&values).map_err(|e| HomeError::Parse { path: path.clone(), error: e.to_string() })?;
+        let text = render(&values).map_err(|error| HomeError::Parse { path: path.clone(), error })?;
         let temp = self.dir.join(format!(".{SETTINGS_FILE}.{}", std::process::id()));
         std::fs::write(&temp, format!("# xcd program settings: certificate pins and placements\n{text}"))
             .map_err(io)?;
@@ -103,6 +106,11 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
             other => Err(format!("key {k:?} holds {}, not a string", other.type_str())),
         })
         .collect()
+}
+
+/// Writes a flat table of string values as [`parse`] reads it (without the file's comment).
+pub fn render(values: &BTreeMap<String, String>) -> Result<String, String> {
+    toml::to_string(values).map_err(|e| e.to_string())
 }
 
 /// Where `dir`'s settings file is, for messages.
