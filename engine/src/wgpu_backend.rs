@@ -1,9 +1,10 @@
 //! Vulkan, Metal and DX12 devices through wgpu, llvmpipe included.
 //!
-//! Kernels are loaded from the block's passthrough form where the adapter allows it (SPIR-V on
-//! Vulkan, MSL on Metal): no translation stands between the form and the driver, so the
-//! `NoContraction` decorations that make results exact reach the driver. A block that carries
-//! only WGSL gets its SPIR-V made here by xcd-forms, with the same pass. Plain WGSL through
+//! Kernels are loaded by passthrough where the adapter allows it (SPIR-V on Vulkan, MSL on
+//! Metal), so the `NoContraction` decorations that make results exact reach the driver. The
+//! SPIR-V given to the driver is always written by xcd-forms: from the block's WGSL when it
+//! carries only that, and otherwise from its SPIR-V form after naga has parsed, validated and
+//! checked it against the block, with every buffer access bounds-checked. Plain WGSL through
 //! wgpu's own translation is the last resort, for backends without passthrough (DX12).
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
@@ -151,18 +152,22 @@ impl WgpuDevice {
             (FormKind::Spirv, _) => desc.forms.spirv.as_deref(),
             _ => None,
         };
-        if let Some(words) = spirv {
-            // A driver may crash on SPIR-V that is malformed or does not match the pipeline
-            // layout, and a daemon's blocks come from the network: check it first.
-            let bindings: Vec<xcd_forms::Binding> = std::iter::once(xcd_forms::Binding::Uniform)
-                .chain(desc.arrays.iter().map(|a| xcd_forms::Binding::Storage { read_only: a.role.read_only() }))
-                .collect();
-            xcd_forms::check_spirv(words, &desc.entry, WORKGROUP_SIZE, &bindings).map_err(|e| EngineError::Load {
-                device: self.info.id.clone(),
-                block: desc.name.clone(),
-                reason: format!("its SPIR-V form does not fit the block: {e}"),
-            })?;
-        }
+        // A driver may crash on SPIR-V that is malformed or does not match the pipeline layout,
+        // and a program's own SPIR-V need not bounds-check its buffers: the driver gets the
+        // kernel as xcd-forms writes it again after checking it, never the program's words.
+        let admitted = match spirv {
+            Some(words) => {
+                Some(xcd_forms::admit_spirv(words, &desc.entry, WORKGROUP_SIZE, &xcd_forms::bindings(desc)).map_err(
+                    |e| EngineError::Load {
+                        device: self.info.id.clone(),
+                        block: desc.name.clone(),
+                        reason: format!("its SPIR-V form does not fit the block: {e}"),
+                    },
+                )?)
+            }
+            None => None,
+        };
+        let spirv = admitted.as_deref();
         let msl = if form == FormKind::Msl { desc.forms.msl.as_deref() } else { None };
         if self.passthrough && (spirv.is_some() || msl.is_some()) {
             let entry = wgpu::wgt::PassthroughShaderEntryPoint {
@@ -177,9 +182,10 @@ impl WgpuDevice {
                 ..Default::default()
             };
             #[allow(unsafe_code)]
-            // SAFETY: the SPIR-V and MSL forms are made by xcd-forms from validated WGSL with
-            // every buffer access bounds-checked (ReadZeroSkipWrite), and the pipeline layout
-            // below is built from the same block description as the forms' bindings.
+            // SAFETY: the SPIR-V is written by xcd-forms (from WGSL, or from a program's SPIR-V it
+            // parsed and validated) with every buffer access bounds-checked (ReadZeroSkipWrite),
+            // and its bindings were checked against the block description that the pipeline
+            // layout below is built from. MSL comes from macOS programs (see docs/security.md).
             let module = unsafe { self.device.create_shader_module_passthrough(source) };
             return Ok(module);
         }

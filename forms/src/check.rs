@@ -3,10 +3,17 @@
 //! A driver given SPIR-V that is malformed, or whose resources do not match the pipeline layout
 //! built from the block description, may crash the process: Vulkan calls that undefined
 //! behaviour. So a form is parsed and validated with naga, and its compute entry point, workgroup
-//! size and bindings are compared with what the block declares. It reads words only.
+//! size and bindings are compared with what the block declares.
+//!
+//! Validation alone does not stop a kernel from indexing past its buffers, and a program's own
+//! SPIR-V need not bounds-check anything: on a CPU device (llvmpipe) such a read or write lands in
+//! the daemon's own memory. So the driver is never given the program's words: [`admit_spirv`]
+//! writes the parsed module out again with every buffer access bounds-checked
+//! (`ReadZeroSkipWrite`) and every float operation `NoContraction`, the same as forms made here.
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use naga::{AddressSpace, StorageAccess};
+use xcd_wire::BlockDesc;
 
 use crate::FormsError;
 
@@ -22,15 +29,42 @@ pub enum Binding {
     },
 }
 
+/// The bindings a block declares: the uniform, then one storage buffer per array.
+pub fn bindings(desc: &BlockDesc) -> Vec<Binding> {
+    std::iter::once(Binding::Uniform)
+        .chain(desc.arrays.iter().map(|a| Binding::Storage { read_only: a.role.read_only() }))
+        .collect()
+}
+
 /// Checks that `words` is valid SPIR-V with a compute entry point `entry` of workgroup size
 /// `(workgroup, 1, 1)` whose resources all sit in group 0 at the bindings `bindings` declares.
 pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Binding]) -> Result<(), FormsError> {
+    parse_checked(words, entry, workgroup, bindings).map(|_| ())
+}
+
+/// Checks `words` as [`check_spirv`] does and returns the SPIR-V to give a driver: the same
+/// kernel written again by naga, bounds-checked and exact (see the module's doc).
+pub fn admit_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Binding]) -> Result<Vec<u32>, FormsError> {
+    let (module, info) = parse_checked(words, entry, workgroup, bindings)?;
+    crate::write_spirv(&module, &info, entry)
+}
+
+fn parse_checked(
+    words: &[u32],
+    entry: &str,
+    workgroup: u32,
+    bindings: &[Binding],
+) -> Result<(naga::Module, naga::valid::ModuleInfo), FormsError> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let options = naga::front::spv::Options { strict_capabilities: true, ..naga::front::spv::Options::default() };
-    let module = naga::front::spv::parse_u8_slice(&bytes, &options).map_err(|e| FormsError::Invalid(e.to_string()))?;
-    Validator::new(ValidationFlags::all(), Capabilities::default())
-        .validate(&module)
-        .map_err(|e| FormsError::Invalid(e.into_inner().to_string()))?;
+    let module = crate::unpanicked("reading the SPIR-V", || {
+        naga::front::spv::parse_u8_slice(&bytes, &options).map_err(|e| FormsError::Invalid(e.to_string()))
+    })??;
+    let info = crate::unpanicked("validating the SPIR-V", || {
+        Validator::new(ValidationFlags::all(), Capabilities::default())
+            .validate(&module)
+            .map_err(|e| FormsError::Invalid(e.into_inner().to_string()))
+    })??;
     let ep = module
         .entry_points
         .iter()
@@ -64,7 +98,7 @@ pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Bindi
             )));
         }
     }
-    Ok(())
+    Ok((module, info))
 }
 
 #[cfg(test)]

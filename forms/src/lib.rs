@@ -14,7 +14,7 @@
 mod check;
 mod spirv;
 
-pub use check::{Binding, check_spirv};
+pub use check::{Binding, admit_spirv, bindings, check_spirv};
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, no_contraction};
 
 use naga::back::{msl, spv};
@@ -48,6 +48,15 @@ pub enum FormsError {
     /// naga failed to write MSL.
     #[error("writing MSL failed: {0}")]
     Msl(String),
+    /// naga itself failed (panicked) on this input: a bug in naga, reported as a refusal.
+    #[error("{0} failed inside naga (a bug there, not in the kernel): change the kernel, and report the kernel to xcd")]
+    Reader(&'static str),
+}
+
+/// Runs a naga step on input from the network, turning a panic inside naga into a refusal: the
+/// daemon loads forms on a device's thread, where a panic would take the device out of service.
+fn unpanicked<T>(what: &'static str, step: impl FnOnce() -> T) -> Result<T, FormsError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).map_err(|_| FormsError::Reader(what))
 }
 
 /// Out-of-range reads give zero and out-of-range writes are dropped, in every form, so a kernel
@@ -62,14 +71,33 @@ fn bounds_checks() -> BoundsCheckPolicies {
 
 /// Parses and validates `wgsl`, then writes its SPIR-V and MSL forms for entry point `entry`.
 pub fn make_forms(wgsl: &str, entry: &str) -> Result<MadeForms, FormsError> {
-    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::default())
-        .validate(&module)
-        .map_err(|e| FormsError::Invalid(e.emit_to_string(wgsl)))?;
+    let module = unpanicked("reading the WGSL", || {
+        naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
+    })??;
+    let info = unpanicked("validating the WGSL", || {
+        Validator::new(ValidationFlags::all(), Capabilities::default())
+            .validate(&module)
+            .map_err(|e| FormsError::Invalid(e.emit_to_string(wgsl)))
+    })??;
     if !module.entry_points.iter().any(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute) {
         return Err(FormsError::NoEntry(entry.to_owned()));
     }
 
+    let spirv = write_spirv(&module, &info, entry)?;
+
+    let msl_options =
+        msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
+    let msl_pipeline = msl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, entry.to_owned())),
+        ..msl::PipelineOptions::default()
+    };
+    let (msl, _) = unpanicked("writing MSL", || msl::write_string(&module, &info, &msl_options, &msl_pipeline))?
+        .map_err(|e| FormsError::Msl(e.to_string()))?;
+    Ok(MadeForms { spirv, msl })
+}
+
+/// Writes a validated module's SPIR-V for `entry`: bounds-checked, every float operation exact.
+fn write_spirv(module: &naga::Module, info: &naga::valid::ModuleInfo, entry: &str) -> Result<Vec<u32>, FormsError> {
     let spv_options = spv::Options {
         lang_version: (1, 0),
         // No debug names: the same source gives the same words in debug and release builds.
@@ -78,19 +106,10 @@ pub fn make_forms(wgsl: &str, entry: &str) -> Result<MadeForms, FormsError> {
         ..spv::Options::default()
     };
     let pipeline = spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry.to_owned() };
-    let mut spirv =
-        spv::write_vec(&module, &info, &spv_options, Some(&pipeline)).map_err(|e| FormsError::Spirv(e.to_string()))?;
+    let mut spirv = unpanicked("writing SPIR-V", || spv::write_vec(module, info, &spv_options, Some(&pipeline)))?
+        .map_err(|e| FormsError::Spirv(e.to_string()))?;
     no_contraction(&mut spirv);
-
-    let msl_options =
-        msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
-    let msl_pipeline = msl::PipelineOptions {
-        entry_point: Some((naga::ShaderStage::Compute, entry.to_owned())),
-        ..msl::PipelineOptions::default()
-    };
-    let (msl, _) =
-        msl::write_string(&module, &info, &msl_options, &msl_pipeline).map_err(|e| FormsError::Msl(e.to_string()))?;
-    Ok(MadeForms { spirv, msl })
+    Ok(spirv)
 }
 
 #[cfg(test)]
