@@ -69,12 +69,23 @@ async fn read_records(socket: TcpStream, from: std::net::SocketAddr, store: &Sto
             }
             continue;
         }
-        match TraceRun::from_line(&line) {
-            Ok(run) => store.add(Received { from, at: SystemTime::now(), run }),
-            Err(e) => {
-                store.refuse();
-                tracing::debug!(%from, "trace line refused: {e}");
-            }
+        take_line(store, from, &line);
+    }
+}
+
+/// Takes one line (at most [`MAX_LINE`] bytes, newline or not) into `store`: a record is kept,
+/// anything else counted as refused. Returns whether it was kept. Fuzzed by
+/// `fuzz/fuzz_targets/trace.rs`.
+pub fn take_line(store: &Store, from: std::net::SocketAddr, line: &[u8]) -> bool {
+    match TraceRun::from_line(line) {
+        Ok(run) => {
+            store.add(Received { from, at: SystemTime::now(), run });
+            true
+        }
+        Err(e) => {
+            store.refuse();
+            tracing::debug!(%from, "trace line refused: {e}");
+            false
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod daemons;
 pub mod runs;
 
+pub use askama;
 use askama::Template;
 pub use chart::{Chart, Samples};
 pub use daemon::{DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow};
