@@ -152,7 +152,7 @@ async fn page(state: &AppState) -> DaemonPage {
         let memory = memory(info.memory_free, info.memory_total);
         let backend = format!("{:?}", info.backend).to_lowercase();
         let kind = if info.cpu { format!("{backend} (CPU: this machine has no GPU)") } else { backend };
-        devices.push(DeviceRow { id: info.id, kind, memory });
+        devices.push(DeviceRow { id: info.id, kind, memory, lost: info.lost });
     }
     let state_line = match state.availability() {
         Ok(()) => "accepting".to_owned(),

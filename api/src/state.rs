@@ -298,6 +298,13 @@ impl AppState {
             let retry_after = (until - chrono::Local::now()).num_seconds().max(1) as u64;
             return Err(ApiError::DeclinedNimby { range, until: until.format("%H:%M").to_string(), retry_after });
         }
+        let lost: Vec<String> = self.0.devices.iter().filter_map(|d| d.out_of_service()).collect();
+        if !self.0.devices.is_empty() && lost.len() == self.0.devices.len() {
+            return Err(ApiError::DeviceFailed(format!(
+                "every device of this daemon is out of service ({}); it is trying to bring them back, and programs run their tiles elsewhere meanwhile",
+                lost.join("; ")
+            )));
+        }
         Ok(())
     }
 

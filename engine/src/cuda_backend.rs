@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
@@ -78,6 +79,7 @@ impl CudaDevice {
             memory_total: Some(total),
             memory_free: free,
             max_buffer_bytes: total,
+            lost: None,
         };
         Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: HashMap::new(), uses: 0 })
     }
@@ -110,6 +112,26 @@ impl Backend for CudaDevice {
         &self.info
     }
 
+    fn recover(&mut self) -> Result<(), String> {
+        let ordinal = self.ctx.ordinal();
+        let device = self.ctx.cu_device();
+        // The old context holds the faulted or never-ending kernel: its buffers and modules are
+        // let go without a drop (which would call into it), and the primary context is reset,
+        // which ends its work and frees its memory.
+        std::mem::forget(std::mem::take(&mut self.kernels));
+        std::mem::forget(std::mem::take(&mut self.whole));
+        // SAFETY: resets the primary context of a device this process enumerated; nothing of
+        // the old context is used after this (its buffers and modules were forgotten above).
+        let reset = unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) };
+        if reset != CUresult::CUDA_SUCCESS {
+            return Err(format!("the primary context could not be reset ({reset:?})"));
+        }
+        let fresh = CudaDevice::open(ordinal).map_err(|e| e.to_string())?;
+        let old = std::mem::replace(self, fresh);
+        std::mem::forget(old);
+        Ok(())
+    }
+
     fn memory_free(&mut self) -> Option<u64> {
         self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
     }
@@ -133,7 +155,7 @@ impl Backend for CudaDevice {
         Ok(())
     }
 
-    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError> {
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError> {
         let count = job.tile.count;
         for array in &job.whole {
             self.whole_buffer(&desc.name, array)?;
@@ -206,6 +228,25 @@ impl Backend for CudaDevice {
             // parameters, then array pointers with whole-array lengths), every per-item buffer
             // holds at least `count` elements, and the kernel guards `i < count`.
             unsafe { launch.launch(config) }.map_err(err)?;
+        }
+        // Wait for the kernels with the deadline before any copy back, which would wait forever.
+        let done = stream.record_event(None).map_err(err)?;
+        let started = Instant::now();
+        while !done.try_is_complete().map_err(err)? {
+            let waited = started.elapsed();
+            if waited > deadline {
+                return Err(EngineError::Deadline {
+                    device: self.info.id.clone(),
+                    block: desc.name.clone(),
+                    seconds: deadline.as_secs().max(1),
+                });
+            }
+            // Yield for the first milliseconds (most tiles end then), then sleep in short steps.
+            if waited < Duration::from_millis(2) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(200));
+            }
         }
         let mut outputs = Vec::new();
         for index in desc.tile_outputs() {

@@ -56,6 +56,19 @@ pub enum EngineError {
         /// What the driver said.
         reason: String,
     },
+    /// A tile ran past the deadline: the kernel may never end, and the device is out of
+    /// service until its owner has brought it back.
+    #[error(
+        "{device} ran a tile of block {block} for more than {seconds} s (the tile deadline) and was taken out of service: the kernel may never end; make its tiles end sooner, or raise the deadline"
+    )]
+    Deadline {
+        /// Device id.
+        device: String,
+        /// Block name.
+        block: String,
+        /// The deadline, in seconds.
+        seconds: u64,
+    },
     /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
     #[error("{device} is lost: {reason}")]
     DeviceLost {

@@ -20,7 +20,7 @@ pub mod wgpu_backend;
 
 pub use error::EngineError;
 pub use job::{TileJob, TileOutput, WholeArray};
-pub use owner::{Backend, DeviceHandle};
+pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
 
 use xcd_wire::BackendKind;
 
@@ -33,11 +33,17 @@ pub struct Inventory {
     pub notes: Vec<String>,
 }
 
-/// Finds every device: CUDA devices, then wgpu adapters.
+/// Finds every device ([`discover_with`]) with the default tile deadline.
+pub fn discover() -> Inventory {
+    discover_with(owner::DEFAULT_TILE_DEADLINE)
+}
+
+/// Finds every device: CUDA devices, then wgpu adapters. Each tile may run for `tile_deadline`
+/// before its device is taken out of service (see [`owner`]).
 ///
 /// An NVIDIA adapter that CUDA already serves is not served again through Vulkan, and a device
 /// that computes on the CPU (llvmpipe) is served only when there is no real GPU.
-pub fn discover() -> Inventory {
+pub fn discover_with(tile_deadline: std::time::Duration) -> Inventory {
     let mut inventory = Inventory::default();
     let cuda = cuda_backend::discover();
     inventory.notes.extend(cuda.notes);
@@ -54,7 +60,7 @@ pub fn discover() -> Inventory {
         }
         backends.push(device);
     }
-    inventory.devices = backends.into_iter().map(owner::spawn).collect();
+    inventory.devices = backends.into_iter().map(|b| owner::spawn_with(b, tile_deadline)).collect();
     inventory
 }
 

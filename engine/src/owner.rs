@@ -3,18 +3,25 @@
 //! A GPU API's device state (queues, pipelines, buffers) is driven from one thread only, the
 //! owner, which takes commands from a channel in order. Handles are clones of the channel's
 //! sender plus the device's description, so the daemon's tasks and the program's workers can
-//! share a device without locks. A panic inside a backend is caught: the device is then
-//! reported lost and every later command says so, and the process keeps running.
+//! share a device without locks.
+//!
+//! A device goes **out of service** when a tile runs past the tile deadline (a kernel that never
+//! ends), when the driver reports it lost (a faulting kernel on CUDA), or when its backend
+//! panics; every later command then says why, and [`DeviceHandle::status`] reports it in
+//! `lost`. The owner then tries to bring it back ([`Backend::recover`]) after 5 s, then 10 s, …
+//! up to every 5 minutes; a recovered device loads again every block it had and serves as before.
 //!
 //! When the last handle is dropped, the drop closes the channel and waits for the owner thread
-//! to finish destroying the device. Without that wait the process could exit while a driver is
+//! to finish destroying the device (one out of service is let go instead: destroying it would
+//! wait for the kernel that never ends). Without that wait the process could exit while a driver is
 //! still tearing a device down, and drivers' exit-time destructors crash on that (seen with
 //! llvmpipe: a segfault after `main` returned, in about one run of three under load).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
@@ -32,14 +39,31 @@ pub trait Backend: Send + 'static {
     fn memory_free(&mut self) -> Option<u64>;
     /// Compiles the block's kernel for this device from the form it takes.
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError>;
-    /// Runs one tile of a loaded block and reads its results back.
-    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError>;
+    /// Runs one tile of a loaded block and reads its results back, giving up with
+    /// [`EngineError::Deadline`] once the device has worked on it for `deadline`.
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError>;
+    /// Brings an out-of-service device back: a fresh device on the same hardware, checked with
+    /// a small kernel of its own, with nothing loaded. Work stuck on the old device is left to
+    /// the driver, never waited for. The default cannot.
+    fn recover(&mut self) -> Result<(), String> {
+        Err("this kind of device cannot be reopened".into())
+    }
 }
+
+/// How long a tile may run on a device before the device is taken out of service, unless the
+/// caller says otherwise ([`spawn_with`]).
+pub const DEFAULT_TILE_DEADLINE: Duration = Duration::from_secs(60);
+/// The first wait before trying to bring a device back; it doubles after each failed try.
+const RECOVER_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between tries.
+const RECOVER_MOST: Duration = Duration::from_secs(300);
 
 enum Command {
     Status(oneshot::Sender<DeviceInfo>),
     Load(Arc<BlockDesc>, oneshot::Sender<Result<BlockId, EngineError>>),
     Run(TileJob, oneshot::Sender<Result<TileOutput, EngineError>>),
+    /// Sent by the owner's own timer while the device is out of service.
+    Recover,
 }
 
 /// A cheap, cloneable way to reach one device's owner thread.
@@ -49,6 +73,8 @@ pub struct DeviceHandle {
     info: Arc<DeviceInfo>,
     /// The channel to the owner thread; the last clone to drop stops the thread and waits.
     owner: Arc<Owner>,
+    /// Why the device is out of service, while it is: written by the owner thread.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 /// The sending end of an owner thread's channel, and the thread, joined on drop.
@@ -69,13 +95,22 @@ impl Drop for Owner {
     }
 }
 
-/// Starts the owner thread for `backend` and returns a handle to it.
+/// Starts the owner thread for `backend` with the default tile deadline.
 pub fn spawn(backend: Box<dyn Backend>) -> DeviceHandle {
+    spawn_with(backend, DEFAULT_TILE_DEADLINE)
+}
+
+/// Starts the owner thread for `backend`, whose tiles may each run for `deadline`.
+pub fn spawn_with(backend: Box<dyn Backend>, deadline: Duration) -> DeviceHandle {
     let info = Arc::new(backend.info().clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let name = format!("xc-device {}", info.id);
     let thread_info = info.clone();
-    let thread = match std::thread::Builder::new().name(name).spawn(move || serve(backend, rx)) {
+    let timer = tx.downgrade();
+    let lost = Arc::new(Mutex::new(None));
+    let shared = lost.clone();
+    let thread = match std::thread::Builder::new().name(name).spawn(move || serve(backend, rx, timer, deadline, shared))
+    {
         Ok(thread) => Some(thread),
         Err(e) => {
             // Without a thread the receiver is dropped and every command reports the device lost.
@@ -83,34 +118,76 @@ pub fn spawn(backend: Box<dyn Backend>) -> DeviceHandle {
             None
         }
     };
-    DeviceHandle { info, owner: Arc::new(Owner { tx: Some(tx), thread }) }
+    DeviceHandle { info, owner: Arc::new(Owner { tx: Some(tx), thread }), lost }
 }
 
-fn serve(mut backend: Box<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Command>) {
-    let mut loaded: HashMap<BlockId, Arc<BlockDesc>> = HashMap::new();
-    let mut lost: Option<String> = None;
+/// What the owner thread keeps besides the backend.
+struct State {
+    loaded: HashMap<BlockId, Arc<BlockDesc>>,
+    /// Why the device is out of service, while it is.
+    lost: Option<String>,
+    /// The wait before the next try to bring it back.
+    next_wait: Duration,
+    /// Whether a try is already scheduled.
+    scheduled: bool,
+    /// The owner's own sender, held weakly so it never keeps the channel open.
+    timer: mpsc::WeakUnboundedSender<Command>,
+}
+
+impl State {
+    /// Schedules a try to bring the device back, unless one is pending.
+    fn schedule_recovery(&mut self) {
+        if self.lost.is_none() || self.scheduled {
+            return;
+        }
+        self.scheduled = true;
+        let wait = self.next_wait;
+        self.next_wait = (wait * 2).min(RECOVER_MOST);
+        let timer = self.timer.clone();
+        let spawned = std::thread::Builder::new().name("xc-device recovery".into()).spawn(move || {
+            std::thread::sleep(wait);
+            if let Some(tx) = timer.upgrade() {
+                let _ = tx.send(Command::Recover);
+            }
+        });
+        if spawned.is_err() {
+            self.scheduled = false;
+        }
+    }
+}
+
+fn serve(
+    mut backend: Box<dyn Backend>,
+    mut rx: mpsc::UnboundedReceiver<Command>,
+    timer: mpsc::WeakUnboundedSender<Command>,
+    deadline: Duration,
+    shared: Arc<Mutex<Option<String>>>,
+) {
+    let mut state = State { loaded: HashMap::new(), lost: None, next_wait: RECOVER_FIRST, scheduled: false, timer };
     while let Some(command) = rx.blocking_recv() {
         let device = backend.info().id.clone();
         let gone = |reason: &str| EngineError::DeviceLost { device: device.clone(), reason: reason.to_owned() };
+        let lost = &mut state.lost;
         match command {
             Command::Status(reply) => {
                 let mut info = backend.info().clone();
                 if lost.is_none() {
                     info.memory_free = catch_unwind(AssertUnwindSafe(|| backend.memory_free())).unwrap_or(None);
                 }
+                info.lost = lost.clone();
                 let _ = reply.send(info);
             }
             Command::Load(desc, reply) => {
-                let result = match &lost {
+                let result = match &*lost {
                     Some(reason) => Err(gone(reason)),
                     None => {
                         let id = desc.id();
-                        match loaded.entry(id) {
+                        match state.loaded.entry(id) {
                             Entry::Occupied(_) => Ok(id),
                             Entry::Vacant(slot) => desc
                                 .validate()
                                 .map_err(|e| EngineError::BadJob(e.to_string()))
-                                .and_then(|()| guarded(&mut lost, || backend.load(id, &desc), &gone))
+                                .and_then(|()| guarded(lost, || backend.load(id, &desc), &gone))
                                 .map(|()| {
                                     slot.insert(desc.clone());
                                     id
@@ -121,17 +198,54 @@ fn serve(mut backend: Box<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Command>
                 let _ = reply.send(result);
             }
             Command::Run(job, reply) => {
-                let result = match (&lost, loaded.get(&job.block)) {
+                let result = match (&*lost, state.loaded.get(&job.block)) {
                     (Some(reason), _) => Err(gone(reason)),
                     (None, None) => Err(EngineError::NotLoaded(job.block.to_string())),
                     (None, Some(desc)) => {
                         let desc = desc.clone();
-                        job.check(&desc).and_then(|()| guarded(&mut lost, || backend.run(&desc, &job), &gone))
+                        job.check(&desc).and_then(|()| guarded(lost, || backend.run(&desc, &job, deadline), &gone))
                     }
                 };
                 let _ = reply.send(result);
             }
+            Command::Recover => {
+                state.scheduled = false;
+                if state.lost.is_some() {
+                    recover(backend.as_mut(), &mut state);
+                }
+            }
         }
+        state.schedule_recovery();
+        let mut told = shared.lock().unwrap_or_else(|e| e.into_inner());
+        if *told != state.lost {
+            told.clone_from(&state.lost);
+        }
+    }
+    if state.lost.is_some() {
+        // Destroying a device that still runs a kernel waits for the kernel, which may never
+        // end: an out-of-service device is let go as the process ends, not destroyed.
+        std::mem::forget(backend);
+    }
+}
+
+/// One try to bring the device back, loading again every block it had.
+fn recover(backend: &mut dyn Backend, state: &mut State) {
+    let device = backend.info().id.clone();
+    let reopened = catch_unwind(AssertUnwindSafe(|| backend.recover()))
+        .unwrap_or_else(|_| Err("the driver wrapper panicked while reopening it".into()));
+    let reloaded = reopened.and_then(|()| {
+        state.loaded.iter().try_for_each(|(id, desc)| {
+            catch_unwind(AssertUnwindSafe(|| backend.load(*id, desc)))
+                .map_err(|_| "the driver wrapper panicked".to_owned())?
+                .map_err(|e| format!("block {} does not load again: {e}", desc.name))
+        })
+    });
+    match reloaded {
+        Ok(()) => {
+            tracing::warn!(device = %device, "device back in service after: {}", state.lost.take().unwrap_or_default());
+            state.next_wait = RECOVER_FIRST;
+        }
+        Err(why) => tracing::warn!(device = %device, "device still out of service: {why}"),
     }
 }
 
@@ -143,8 +257,13 @@ fn guarded<T>(
 ) -> Result<T, EngineError> {
     match catch_unwind(AssertUnwindSafe(call)) {
         Ok(result) => {
-            if let Err(EngineError::DeviceLost { reason, .. }) = &result {
-                *lost = Some(reason.clone());
+            match &result {
+                Err(EngineError::DeviceLost { reason, .. }) => *lost = Some(reason.clone()),
+                Err(e @ EngineError::Deadline { .. }) => {
+                    tracing::error!("{e}");
+                    *lost = Some(e.to_string());
+                }
+                _ => {}
             }
             result
         }
@@ -165,6 +284,11 @@ impl DeviceHandle {
     /// The device as discovered (memory free as it was then).
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// Why the device is out of service, while it is (the owner's last word, without a wait).
+    pub fn out_of_service(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn lost(&self) -> EngineError {
@@ -248,7 +372,7 @@ mod tests {
             }
             Ok(())
         }
-        fn run(&mut self, _desc: &BlockDesc, _job: &TileJob) -> Result<TileOutput, EngineError> {
+        fn run(&mut self, _desc: &BlockDesc, _job: &TileJob, _deadline: Duration) -> Result<TileOutput, EngineError> {
             Ok(TileOutput { outputs: Vec::new() })
         }
     }
@@ -263,6 +387,7 @@ mod tests {
             memory_total: None,
             memory_free: None,
             max_buffer_bytes: 1 << 20,
+            lost: None,
         };
         let backend = Recorder { info, destroyed: destroyed.clone(), panic_on_load };
         (spawn(Box::new(backend)), destroyed)

@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
 
@@ -99,13 +100,7 @@ impl WgpuDevice {
         let info = adapter.get_info();
         let features = adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("xcd"),
-            required_features: features,
-            required_limits: limits.clone(),
-            ..Default::default()
-        }))
-        .map_err(|e| e.to_string())?;
+        let (device, queue) = request_device(&adapter)?;
         let (memory_total, memory_free) = memory(&adapter);
         let info = DeviceInfo {
             id: DeviceInfo::make_id(backend, &info.name),
@@ -115,6 +110,7 @@ impl WgpuDevice {
             memory_total,
             memory_free,
             max_buffer_bytes: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
+            lost: None,
         };
         Ok(WgpuDevice {
             adapter,
@@ -286,6 +282,71 @@ impl WgpuDevice {
     }
 }
 
+fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue), String> {
+    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("xcd"),
+        required_features: adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS,
+        required_limits: adapter.limits(),
+        ..Default::default()
+    }))
+    .map_err(|e| e.to_string())
+}
+
+/// The kernel a reopened device must run before it serves again: `y[i] = i + 1`.
+const PROBE: &str = r#"
+struct Tile { start: u32, count: u32, first: u32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size(64)
+fn probe(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) { return; }
+    y[i] = tile.start + i + 1u;
+}
+"#;
+/// How long the probe may take on a reopened device.
+const PROBE_DEADLINE: Duration = Duration::from_secs(10);
+
+impl WgpuDevice {
+    /// Runs [`PROBE`] on this device: the check that it computes again.
+    fn probe(&mut self) -> Result<(), String> {
+        let desc = BlockDesc {
+            name: "probe".into(),
+            entry: "probe".into(),
+            arrays: vec![xcd_wire::ArraySpec {
+                name: "y".into(),
+                elem_size: 4,
+                role: ArrayRole::PerItem(xcd_wire::Access::Out),
+            }],
+            params: Vec::new(),
+            forms: xcd_wire::Forms { wgsl: Some(PROBE.into()), ..Default::default() },
+        };
+        let id = desc.id();
+        self.load(id, &desc).map_err(|e| e.to_string())?;
+        let count = 1000u32;
+        let job = TileJob {
+            block: id,
+            tile: xcd_wire::Tile { start: 0, count },
+            params: Vec::new(),
+            inputs: Vec::new(),
+            whole: Vec::new(),
+        };
+        let out = self.run(&desc, &job, PROBE_DEADLINE).map_err(|e| match e {
+            EngineError::Deadline { .. } => format!(
+                "a reopened device did not run a small check kernel within {} s: the kernel that ran too long still holds it",
+                PROBE_DEADLINE.as_secs()
+            ),
+            other => other.to_string(),
+        })?;
+        self.kernels.remove(&id);
+        let want: Vec<u8> = (1..=count).flat_map(u32::to_le_bytes).collect();
+        if out.outputs.first() != Some(&want) {
+            return Err("the reopened device computes wrong results".into());
+        }
+        Ok(())
+    }
+}
+
 impl Backend for WgpuDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -293,6 +354,22 @@ impl Backend for WgpuDevice {
 
     fn memory_free(&mut self) -> Option<u64> {
         memory(&self.adapter).1
+    }
+
+    fn recover(&mut self) -> Result<(), String> {
+        let (device, queue) = request_device(&self.adapter)?;
+        // The old device may still be running the kernel that never ended: destroying it would
+        // wait for that kernel, so it and everything made on it are let go without a drop.
+        let old_device = std::mem::replace(&mut self.device, device);
+        let old_queue = std::mem::replace(&mut self.queue, queue);
+        let old_kernels = std::mem::take(&mut self.kernels);
+        let old_whole = std::mem::take(&mut self.whole);
+        std::mem::forget((old_device, old_queue, old_kernels, old_whole));
+        self.probe().inspect_err(|_| {
+            // The new device is stuck too (a CPU device whose threads all run the old kernel):
+            // its probe is let go the same way, and the next try replaces the device.
+            std::mem::forget(std::mem::take(&mut self.kernels));
+        })
     }
 
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
@@ -351,7 +428,7 @@ impl Backend for WgpuDevice {
         Ok(())
     }
 
-    fn run(&mut self, desc: &BlockDesc, job: &TileJob) -> Result<TileOutput, EngineError> {
+    fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError> {
         let id = job.block;
         let count = job.tile.count;
         let needs_growth =
@@ -459,12 +536,12 @@ impl Backend for WgpuDevice {
                     slices.push((offset, bytes));
                     offset += bytes;
                 }
-                queue.submit([encoder.finish()]);
-                Some((slices, offset))
+                let submission = queue.submit([encoder.finish()]);
+                Some((slices, offset, submission))
             },
             fail,
         )?;
-        let Some((slices, total)) = readback_slice else {
+        let Some((slices, total, submission)) = readback_slice else {
             return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
         };
 
@@ -472,7 +549,17 @@ impl Backend for WgpuDevice {
         kernel.readback.map_async(wgpu::MapMode::Read, 0..total, move |result| {
             let _ = tx.send(result);
         });
-        device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| fail(e.to_string()))?;
+        match device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: Some(deadline) }) {
+            Ok(_) => {}
+            Err(wgpu::PollError::Timeout) => {
+                return Err(EngineError::Deadline {
+                    device: self.info.id.clone(),
+                    block: desc.name.clone(),
+                    seconds: deadline.as_secs().max(1),
+                });
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        }
         match rx.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(fail(e.to_string())),

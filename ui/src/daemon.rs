@@ -14,6 +14,8 @@ pub struct DeviceRow {
     pub kind: String,
     /// `3.1 GiB free of 80.0 GiB`, or what is known.
     pub memory: String,
+    /// Why the device is out of service, while it is.
+    pub lost: Option<String>,
 }
 
 /// Recent work from one program on one block and device.
@@ -134,6 +136,7 @@ mod tests {
                 id: "vulkan:llvmpipe <x>".into(),
                 kind: "vulkan (CPU)".into(),
                 memory: "1.0 GiB".into(),
+                lost: Some("ran a tile for more than 60 s <x>".into()),
             }],
             chart: Chart::of(&[0.0, 5.0], Duration::from_secs(2)),
             work: vec![WorkRow {
@@ -163,6 +166,7 @@ mod tests {
             "&#60;render&#62;",
             "vulkan:llvmpipe &#60;x&#62;",
             "not taking work: nimby until 17:00",
+            "out of service: ran a tile for more than 60 s &#60;x&#62;",
             "09:00-17:00",
             "<polyline",
             "escape",

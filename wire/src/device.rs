@@ -46,6 +46,10 @@ pub struct DeviceInfo {
     pub memory_free: Option<u64>,
     /// Largest buffer the device accepts, in bytes: bounds a tile's arrays.
     pub max_buffer_bytes: u64,
+    /// Why the device is out of service (a kernel ran past the tile deadline, a driver fault),
+    /// while it is; absent for a device that serves. Its owner tries to bring it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }
 
 impl DeviceInfo {

@@ -33,7 +33,9 @@ pub(crate) fn engine_error(e: EngineError) -> ApiError {
         EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
         EngineError::TooLarge { .. } => ApiError::TooLarge(e.to_string()),
         EngineError::OutOfMemory(device) => ApiError::DeclinedMemory { device, needed: 0, free: 0 },
-        EngineError::Launch { .. } | EngineError::DeviceLost { .. } => ApiError::DeviceFailed(e.to_string()),
+        EngineError::Launch { .. } | EngineError::DeviceLost { .. } | EngineError::Deadline { .. } => {
+            ApiError::DeviceFailed(e.to_string())
+        }
     }
 }
 

@@ -75,6 +75,10 @@ struct Cli {
     /// for a while (1 s, doubling with each further wrong one, up to 5 minutes).
     #[arg(long, default_value_t = 5, value_name = "N")]
     secret_failures: u32,
+    /// Seconds one tile may run on a device. Past it the program gets an error, the device is
+    /// taken out of service (a kernel that never ends) and the daemon tries to bring it back.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    tile_deadline: u64,
 }
 
 /// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
@@ -193,7 +197,7 @@ fn main() -> ExitCode {
         }
     };
 
-    let inventory = xcd_engine::discover();
+    let inventory = xcd_engine::discover_with(std::time::Duration::from_secs(cli.tile_deadline));
     let devices = select(inventory.devices, cli.devices.as_deref());
     if devices.is_empty() {
         for note in &inventory.notes {

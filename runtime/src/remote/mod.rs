@@ -122,7 +122,8 @@ pub(crate) fn connect_all(
                 } else {
                     daemon.host.clone()
                 };
-                for (device, info) in daemon.devices.iter().enumerate() {
+                // A device the daemon has taken out of service gets no tiles from this run.
+                for (device, info) in daemon.devices.iter().enumerate().filter(|(_, info)| info.lost.is_none()) {
                     workers.push(RemoteWorker {
                         name: format!("remote:{shown}:{}", info.id),
                         daemon: daemon.clone(),
