@@ -101,6 +101,9 @@ pub struct Limits {
     pub header_read: Duration,
     /// Time to receive a whole block, array or single-tile body.
     pub body: Duration,
+    /// A connection with no request open for this long is closed (HTTP/2 GOAWAY, or the end of
+    /// an HTTP/1.1 keep-alive), however often it answers or sends pings.
+    pub connection_idle: Duration,
     /// Wrong secrets one address may send before it is held back.
     pub secret_failures: u32,
 }
@@ -118,6 +121,7 @@ impl Default for Limits {
             stream_idle: Duration::from_secs(60),
             handshake: Duration::from_secs(10),
             header_read: Duration::from_secs(30),
+            connection_idle: Duration::from_secs(300),
             body: Duration::from_secs(60),
             secret_failures: crate::limit::FREE_FAILURES,
         }
