@@ -12,8 +12,8 @@ use crate::chart::Chart;
 /// What xcmon read from a daemon itself: `/v1/capacity` and `/v1/devices`, over time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveView {
-    /// Tiles running or queued on it now.
-    pub in_flight: u64,
+    /// Tiles running or queued on it now; None until a reading has succeeded.
+    pub in_flight: Option<u64>,
     /// Each device's memory: `vulkan:llvmpipe: 1.2 GiB free of 2.0 GiB`.
     pub memory: Vec<String>,
     /// Its items per second over the last minutes.
@@ -158,21 +158,34 @@ mod tests {
     #[test]
     fn live_figures_show_beside_the_advertisement() {
         let all = [found(3, Some("render"), true), found(4, Some("render"), true)];
-        let live = BTreeMap::from([(
-            all[0].name.clone(),
-            LiveView {
-                in_flight: 7,
-                memory: vec!["cuda:H200: 100.0 GiB free of 139.0 GiB".into()],
-                chart: Chart::of(&[1e6, 3e6], Duration::from_secs(2)),
-                error: Some("the daemon refused the secret <x>".into()),
-            },
-        )]);
+        let live = BTreeMap::from([
+            (
+                all[0].name.clone(),
+                LiveView {
+                    in_flight: Some(7),
+                    memory: vec!["cuda:H200: 100.0 GiB free of 139.0 GiB".into()],
+                    chart: Chart::of(&[1e6, 3e6], Duration::from_secs(2)),
+                    error: Some("the daemon refused the secret <x>".into()),
+                },
+            ),
+            (
+                // Read, but never successfully yet: no figure is shown as if it were one.
+                all[1].name.clone(),
+                LiveView {
+                    in_flight: None,
+                    memory: Vec::new(),
+                    chart: Chart::of(&[], Duration::from_secs(2)),
+                    error: Some("the daemon stopped answering".into()),
+                },
+            ),
+        ]);
         let html = DaemonsPage::of(&all, &live, true).render().expect("renders");
         for want in ["7 tiles in flight", "100.0 GiB free of 139.0 GiB", "<polyline", "refused the secret &#60;x&#62;"]
         {
             assert!(html.contains(want), "{want:?} in {html}");
         }
-        assert!(html.contains("no reading yet"), "the second daemon: {html}");
+        assert!(html.contains("no reading yet") && html.contains("stopped answering"), "the second daemon: {html}");
+        assert!(!html.contains("0 tiles in flight"), "{html}");
         assert!(!html.contains("give xcmon XC_PAR_SECRET"), "{html}");
     }
 }

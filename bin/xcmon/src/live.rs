@@ -23,7 +23,8 @@ const KEEP: Duration = Duration::from_secs(300);
 /// What is known of one daemon from reading it.
 struct Live {
     samples: Samples,
-    in_flight: u64,
+    /// None until a reading has succeeded: a first reading that fails shows no figure.
+    in_flight: Option<u64>,
     memory: Vec<String>,
     error: Option<String>,
 }
@@ -98,14 +99,14 @@ pub(crate) async fn read(
             };
             let live = figures.entry(name).or_insert_with(|| Live {
                 samples: Samples::new(KEEP),
-                in_flight: 0,
+                in_flight: None,
                 memory: Vec::new(),
                 error: None,
             });
             match reading {
                 Ok((capacity, devices)) => {
                     live.samples.add(now, capacity.items_done);
-                    live.in_flight = capacity.tiles_in_flight;
+                    live.in_flight = Some(capacity.tiles_in_flight);
                     live.memory = devices
                         .iter()
                         .map(|d| format!("{}: {}", d.id, memory(d.memory_free, d.memory_total)))
