@@ -70,7 +70,7 @@ pub enum EngineError {
         seconds: u64,
     },
     /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
-    #[error("{device} is lost: {reason}")]
+    #[error("{device} is out of service: {reason}")]
     DeviceLost {
         /// Device id.
         device: String,

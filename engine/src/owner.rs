@@ -259,9 +259,9 @@ fn guarded<T>(
         Ok(result) => {
             match &result {
                 Err(EngineError::DeviceLost { reason, .. }) => *lost = Some(reason.clone()),
-                Err(e @ EngineError::Deadline { .. }) => {
+                Err(e @ EngineError::Deadline { block, seconds, .. }) => {
                     tracing::error!("{e}");
-                    *lost = Some(e.to_string());
+                    *lost = Some(format!("a tile of block {block} ran past the {seconds} s tile deadline"));
                 }
                 _ => {}
             }
