@@ -1,6 +1,6 @@
 //! A TCP relay for tests, between a program and a daemon on loopback: it adds a delay each way
 //! (this kernel's `tc` has no netem), and can stall, holding every byte without closing a
-//! connection, as a link that stops passing traffic does.
+//! connection, as a link that stops passing traffic does, and resume.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -49,6 +49,11 @@ impl Relay {
     /// From now on, holds every byte and passes none, closing nothing.
     pub fn stall(&self) {
         self.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// Passes bytes again, those held first, as a link does when it comes back.
+    pub fn resume(&self) {
+        self.stalled.store(false, Ordering::SeqCst);
     }
 }
 

@@ -120,6 +120,64 @@ fn a_delayed_link_gives_the_same_total_and_a_stalled_one_is_left() {
     println!("through a 5 ms relay: round trip {rtt} ms; a stalled relay left with the same total");
 }
 
+#[test]
+fn a_daemon_that_stalled_is_taken_back_once_it_answers_again() {
+    let daemon = xcd().args(&["-mdns", "false"]).start();
+    let relay = xcd_e2e::relay::Relay::start(([127, 0, 0, 1], daemon.port).into(), Duration::ZERO);
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("127.0.0.1:{}", relay.port);
+    let escape = |workers: &str, runs: &str| {
+        let mut command = run_escape(None, home.path(), workers, &remote);
+        command.args(["--runs", runs]);
+        command
+    };
+    let want = total(&escape("gpu", "1").output().expect("runs")).expect("the GPU's total");
+
+    // A long-running program: many runs of the block, one after another.
+    let mut child = escape("gpu,remote", "40").spawn().expect("escape starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, read) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut report = String::new();
+    let mut next_line = |within: Duration| -> Option<String> {
+        let line = read.recv_timeout(within).ok()?;
+        report.push_str(&line);
+        report.push('\n');
+        Some(line)
+    };
+    daemon.wait_for_tiles(SECRET, daemon_tiles(&daemon) + 3.0);
+    relay.stall();
+    let stalled_at = Instant::now();
+    while !next_line(Duration::from_secs(60)).expect("escape reports").contains("the daemon stopped answering") {}
+    relay.resume();
+    // Later runs skip the daemon until a check in the background finds it answering again;
+    // then it runs tiles again.
+    let remote_items = |line: &str| -> u64 {
+        line.strip_prefix("par: remote worker")
+            .and_then(|rest| rest.split(": ").last())
+            .and_then(|figures| figures.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    loop {
+        let line = next_line(Duration::from_secs(90)).expect("escape goes on reporting");
+        if remote_items(&line) > 0 {
+            break;
+        }
+    }
+    let back_after = stalled_at.elapsed();
+    let out = child.wait_with_output().expect("escape ends");
+    while next_line(Duration::from_secs(5)).is_some() {}
+    assert!(out.status.success(), "{report}");
+    assert_eq!(total(&out), Some(want), "every run gives the GPU's total");
+    println!("a stalled daemon was taken back {back_after:?} after the stall");
+}
+
 /// Tiles the daemon has served so far (its metrics).
 fn daemon_tiles(daemon: &Daemon) -> f64 {
     let out = xcd_e2e::curl(&["-H", &format!("Authorization: Bearer {SECRET}"), &daemon.url("/metrics")]);

@@ -40,8 +40,20 @@ pub(crate) struct RemoteWorker {
     next_tag: AtomicU32,
     /// Recent seconds per item from sending a tile to its result (f64 bits; 0 before the first).
     per_item: AtomicU64,
-    /// Set when the daemon stopped answering: it gets no more tiles from this program.
-    stalled: Mutex<Option<RemoteError>>,
+    /// Set when the daemon stopped answering: it gets no tiles until it answers again.
+    stalled: Mutex<Option<Stalled>>,
+}
+
+/// A daemon that stopped answering, and the checks on whether it answers again.
+struct Stalled {
+    /// What the runs that skip it report.
+    error: RemoteError,
+    /// When it was last checked (or found stalled).
+    checked: Instant,
+    /// Set by a check in the background once the daemon answers again.
+    answered: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a check is running.
+    checking: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The shortest wait for a tile's result before the daemon counts as stalled.
@@ -50,6 +62,9 @@ const STALL_FLOOR: Duration = Duration::from_secs(5);
 const FIRST_TILE_WAIT: Duration = Duration::from_secs(60);
 /// How many times its expected time a tile may take.
 const STALL_FACTOR: f64 = 10.0;
+/// How often a daemon that stopped answering is asked (in the background) whether it answers
+/// again: a link back after a blip brings its daemon back into the next run.
+const STALL_RECHECK: Duration = Duration::from_secs(5);
 
 impl RemoteWorker {
     /// How long a tile of `count` items may wait for its result.
@@ -60,6 +75,31 @@ impl RemoteWorker {
         }
         let expected = Duration::from_secs_f64((per_item * f64::from(count) * STALL_FACTOR).min(3600.0));
         expected.max(STALL_FLOOR)
+    }
+
+    /// The stall this daemon is under, if it still is. A run never waits on the check: every
+    /// [`STALL_RECHECK`] one runs in the background (`GET /v1/capacity`, with the request's
+    /// timeout), and the first run after it succeeds takes the daemon back.
+    fn still_stalled(&self) -> Result<(), RemoteError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut slot = self.stalled.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(stalled) = slot.as_mut() else { return Ok(()) };
+        if stalled.answered.load(SeqCst) {
+            *slot = None;
+            return Ok(());
+        }
+        if stalled.checked.elapsed() >= STALL_RECHECK && !stalled.checking.swap(true, SeqCst) {
+            stalled.checked = Instant::now();
+            let (daemon, answered, checking) =
+                (self.daemon.clone(), stalled.answered.clone(), stalled.checking.clone());
+            self.runtime.spawn(async move {
+                if daemon.capacity().await.is_ok() {
+                    answered.store(true, SeqCst);
+                }
+                checking.store(false, SeqCst);
+            });
+        }
+        Err(stalled.error.clone())
     }
 
     /// Folds one tile's time into the recent time per item.
@@ -199,9 +239,7 @@ impl Worker for RemoteWorker {
     }
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
-        if let Some(stalled) = self.stalled.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-            return Err(stalled.into());
-        }
+        self.still_stalled()?;
         let mut slot = self.stream.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, stream)) = slot.as_ref() {
             if *id == ctx.id && !stream.is_closed() {
@@ -254,7 +292,12 @@ impl Worker for RemoteWorker {
             })??,
             Err(_) => {
                 let stalled = RemoteError::Stalled { addr: self.daemon.addr.clone(), secs: wait.as_secs_f64() };
-                *self.stalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(stalled.clone());
+                *self.stalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stalled {
+                    error: stalled.clone(),
+                    checked: Instant::now(),
+                    answered: Arc::default(),
+                    checking: Arc::default(),
+                });
                 // Every other tile waiting on this stream fails now rather than at its own deadline.
                 stream.abort();
                 self.stream.lock().unwrap_or_else(|e| e.into_inner()).take();
