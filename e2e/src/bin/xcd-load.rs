@@ -103,6 +103,8 @@ fn h2load(
     out: &Path,
 ) -> Result<Row, String> {
     let log = out.join(format!("h2load-{}.tsv", what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+    // h2load appends to its log: start each run from an empty one.
+    let _ = std::fs::remove_file(&log);
     let mut command = Command::new("h2load");
     command
         .args(["-n", &requests.to_string(), "-c", &connections.to_string(), "-m", &streams.to_string()])
