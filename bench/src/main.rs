@@ -1,0 +1,88 @@
+//! The performance harness (issue 9): each measure of xcd against a baseline taken in the same
+//! run, on this machine, printed and written to `target/bench/report.md` as markdown.
+//!
+//! - `rtt`: one tile of one item on an open tile stream, over loopback TLS and HTTP/2, against
+//!   the same bytes echoed by a bare HTTP/2 server over the same TLS (`echo`), and the same tile
+//!   run on the same device in this process: p50 and p99 of each.
+//! - `copy`: a copy block of 64 MiB in and 64 MiB out through a daemon (the program side's own
+//!   remote worker), against the same bytes sent and echoed over a bare rustls connection, and
+//!   the same block on the same device in this process.
+//!
+//! ```text
+//! xcd-bench --bin-dir target/dist [rtt] [copy] [--quick]
+//! ```
+//! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size.
+
+mod blocks;
+mod copy;
+mod echo;
+mod rtt;
+
+use std::path::PathBuf;
+
+/// The secret of the daemons the harness starts.
+pub(crate) const SECRET: &str = "bench-secret";
+
+/// What to measure and how hard.
+pub(crate) struct Options {
+    /// Where `xcd` is built.
+    pub bin_dir: PathBuf,
+    /// Smaller sizes and fewer repetitions, for a smoke run.
+    pub quick: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut options = Options { bin_dir: PathBuf::new(), quick: false };
+    let mut measures = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bin-dir" => options.bin_dir = args.next().map(PathBuf::from).unwrap_or_default(),
+            "--quick" => options.quick = true,
+            "rtt" | "copy" => measures.push(arg),
+            other => {
+                eprintln!("xcd-bench: unknown argument {other}: see the file's doc");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
+    if !options.bin_dir.join("xcd").exists() {
+        eprintln!("xcd-bench: --bin-dir must name where xcd is built (scripts/bench builds it)");
+        return std::process::ExitCode::FAILURE;
+    }
+    if measures.is_empty() {
+        measures = vec!["rtt".into(), "copy".into()];
+    }
+    let mut report = String::from("# xcd-bench\n\n");
+    for measure in &measures {
+        let section = match measure.as_str() {
+            "rtt" => rtt::run(&options),
+            _ => copy::run(&options),
+        };
+        match section {
+            Ok(text) => {
+                println!("{text}");
+                report.push_str(&text);
+                report.push('\n');
+            }
+            Err(e) => {
+                eprintln!("xcd-bench: {measure}: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
+    let out = PathBuf::from("target/bench");
+    if std::fs::create_dir_all(&out).and_then(|()| std::fs::write(out.join("report.md"), report)).is_err() {
+        eprintln!("xcd-bench: cannot write target/bench/report.md");
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+/// The `q` quantile of sorted values.
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
