@@ -119,6 +119,7 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
         remote: vec![format!("127.0.0.1:{}", daemon.port)],
         secret: Some(SECRET.to_owned()),
         home: Some(home.path().display().to_string()),
+        report: std::env::var_os("XCD_BENCH_REPORT").is_some(),
         ..Settings::default()
     };
     let x: Vec<u32> = (0..items).collect();

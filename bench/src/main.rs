@@ -12,6 +12,7 @@
 //! xcd-bench --bin-dir target/dist [rtt] [copy] [--quick]
 //! ```
 //! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size.
+//! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each copy run (tiles, rates).
 
 mod blocks;
 mod copy;
