@@ -17,44 +17,48 @@ pub(crate) fn tls(home: &std::path::Path) -> Result<Arc<ServerConfig>, String> {
     identity.server_config().map_err(|e| e.to_string())
 }
 
-/// Starts the HTTP/2 echo server on a loopback port; its address.
-pub(crate) async fn http2(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> {
+/// Accepts TLS connections on a loopback port and hands each to `serve`; the port's address.
+async fn accept<F, Fut>(tls: Arc<ServerConfig>, serve: F) -> Result<SocketAddr, String>
+where
+    F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let acceptor = TlsAcceptor::from(tls);
+    let serve = Arc::new(serve);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
+            let (acceptor, serve) = (acceptor.clone(), serve.clone());
             tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else { return };
-                let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
-                    Ok::<_, Infallible>(hyper::Response::new(request.into_body()))
-                });
-                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                if let Ok(stream) = acceptor.accept(tcp).await {
+                    serve(stream).await;
+                }
             });
         }
     });
     Ok(addr)
 }
 
+/// Starts the HTTP/2 echo server on a loopback port; its address.
+pub(crate) async fn http2(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> {
+    accept(tls, |stream| async move {
+        let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+            Ok::<_, Infallible>(hyper::Response::new(request.into_body()))
+        });
+        let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+    })
+    .await
+}
+
 /// Starts the bare TLS echo server on a loopback port; its address.
 pub(crate) async fn raw(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let acceptor = TlsAcceptor::from(tls);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else { return };
-                let (mut read, mut write) = tokio::io::split(stream);
-                let _ = tokio::io::copy(&mut read, &mut write).await;
-            });
-        }
-    });
-    Ok(addr)
+    accept(tls, |stream| async move {
+        let (mut read, mut write) = tokio::io::split(stream);
+        let _ = tokio::io::copy(&mut read, &mut write).await;
+    })
+    .await
 }
