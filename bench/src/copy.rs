@@ -52,7 +52,7 @@ impl ServerCertVerifier for AnyCertificate {
 
 /// Sends `bytes` over a fresh TLS connection to the raw echo server and reads them all back,
 /// writing and reading at once; how long that took.
-async fn raw_echo(addr: std::net::SocketAddr, bytes: Arc<Vec<u8>>) -> Result<Duration, String> {
+pub(crate) async fn raw_echo(addr: std::net::SocketAddr, bytes: Arc<Vec<u8>>) -> Result<Duration, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -90,7 +90,7 @@ async fn raw_echo(addr: std::net::SocketAddr, bytes: Arc<Vec<u8>>) -> Result<Dur
 }
 
 /// The best of `reps` runs of the copy block on `par`, after one to warm up; checks the copy.
-fn best_run(par: &Par, x: &[u32], reps: usize) -> Result<Duration, String> {
+pub(crate) fn best_run(par: &Par, x: &[u32], reps: usize) -> Result<Duration, String> {
     let block = blocks::copy();
     let mut y = vec![0u32; x.len()];
     let mut best = Duration::MAX;
@@ -134,7 +134,7 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
     let echo_home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let data: Arc<Vec<u8>> = Arc::new(bytemuck::cast_slice(&x).to_vec());
     let raw = runtime.block_on(async {
-        let addr = echo::raw(echo::tls(echo_home.path())?).await?;
+        let addr = echo::raw(echo::tls(echo_home.path())?, "127.0.0.1").await?;
         let mut best = Duration::MAX;
         for _ in 0..=reps {
             best = best.min(raw_echo(addr, data.clone()).await?);

@@ -17,13 +17,13 @@ pub(crate) fn tls(home: &std::path::Path) -> Result<Arc<ServerConfig>, String> {
     identity.server_config().map_err(|e| e.to_string())
 }
 
-/// Accepts TLS connections on a loopback port and hands each to `serve`; the port's address.
-async fn accept<F, Fut>(tls: Arc<ServerConfig>, serve: F) -> Result<SocketAddr, String>
+/// Accepts TLS connections on a port of `ip` and hands each to `serve`; the port's address.
+async fn accept<F, Fut>(tls: Arc<ServerConfig>, ip: &str, serve: F) -> Result<SocketAddr, String>
 where
     F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind((ip, 0)).await.map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let acceptor = TlsAcceptor::from(tls);
     let serve = Arc::new(serve);
@@ -43,7 +43,7 @@ where
 
 /// Starts the HTTP/2 echo server on a loopback port; its address.
 pub(crate) async fn http2(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> {
-    accept(tls, |stream| async move {
+    accept(tls, "127.0.0.1", |stream| async move {
         let service = hyper::service::service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
             Ok::<_, Infallible>(hyper::Response::new(request.into_body()))
         });
@@ -54,9 +54,9 @@ pub(crate) async fn http2(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> 
     .await
 }
 
-/// Starts the bare TLS echo server on a loopback port; its address.
-pub(crate) async fn raw(tls: Arc<ServerConfig>) -> Result<SocketAddr, String> {
-    accept(tls, |stream| async move {
+/// Starts the bare TLS echo server on a port of `ip`; its address.
+pub(crate) async fn raw(tls: Arc<ServerConfig>, ip: &str) -> Result<SocketAddr, String> {
+    accept(tls, ip, |stream| async move {
         let (mut read, mut write) = tokio::io::split(stream);
         let _ = tokio::io::copy(&mut read, &mut write).await;
     })

@@ -7,9 +7,11 @@
 //! - `copy`: a copy block of 64 MiB in and 64 MiB out through a daemon (the program side's own
 //!   remote worker), against the same bytes sent and echoed over a bare rustls connection, and
 //!   the same block on the same device in this process.
+//! - `link`: the copy block over a link capped with tbf and delayed by a relay, between network
+//!   namespaces, against a bare rustls echo over the same link (needs root).
 //!
 //! ```text
-//! xcd-bench --bin-dir target/dist [rtt] [copy] [--quick]
+//! xcd-bench --bin-dir target/dist [rtt] [copy] [link] [--quick]
 //! ```
 //! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size.
 //! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each copy run (tiles, rates).
@@ -17,6 +19,7 @@
 mod blocks;
 mod copy;
 mod echo;
+mod link;
 mod rtt;
 
 use std::path::PathBuf;
@@ -36,12 +39,28 @@ fn main() -> std::process::ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut options = Options { bin_dir: PathBuf::new(), quick: false };
     let mut measures = Vec::new();
-    let mut args = std::env::args().skip(1);
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    // The halves of `link` that run inside a network namespace.
+    let inner = match all.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["--inner-echo"] => Some(link::inner_echo()),
+        ["--inner-link", daemon, echo, delay, items] => Some(link::inner_link(daemon, echo, delay, items)),
+        _ => None,
+    };
+    if let Some(result) = inner {
+        return match result {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xcd-bench: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
+    let mut args = all.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bin-dir" => options.bin_dir = args.next().map(PathBuf::from).unwrap_or_default(),
             "--quick" => options.quick = true,
-            "rtt" | "copy" => measures.push(arg),
+            "rtt" | "copy" | "link" => measures.push(arg),
             other => {
                 eprintln!("xcd-bench: unknown argument {other}: see the file's doc");
                 return std::process::ExitCode::FAILURE;
@@ -53,13 +72,14 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     if measures.is_empty() {
-        measures = vec!["rtt".into(), "copy".into()];
+        measures = vec!["rtt".into(), "copy".into(), "link".into()];
     }
     let mut report = String::from("# xcd-bench\n\n");
     for measure in &measures {
         let section = match measure.as_str() {
             "rtt" => rtt::run(&options),
-            _ => copy::run(&options),
+            "copy" => copy::run(&options),
+            _ => link::run(&options),
         };
         match section {
             Ok(text) => {
