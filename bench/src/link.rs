@@ -2,7 +2,8 @@
 //! a veth pair whose rate `tc … tbf` caps both ways, with a delay each way added by a relay in the
 //! program's namespace (this kernel has no netem). The copy block's rate each way is set against
 //! the same bytes echoed by a bare rustls server in the daemon's namespace, through the same relay
-//! and link, and against the link's nominal rate. Needs root (`ip netns`).
+//! and link, and against the link's nominal rate; and the escape block (2048×2048, 1000
+//! iterations) over each link against the bare veth pair, its compute bound. Needs root.
 //!
 //! The outer run starts the daemon and the echo server in namespace b and re-runs this binary in
 //! namespace a (`--inner-link`), which measures and prints its figures.
@@ -19,9 +20,15 @@ use xcd_runtime::{Par, ParMode, Settings, WorkerChoice};
 
 use crate::{Options, SECRET, copy, echo};
 
-/// The links measured: tbf rate, its bits per second, and the delay each way.
-const LINKS: [(&str, f64, Duration); 2] =
-    [("1gbit", 1e9, Duration::from_micros(500)), ("100mbit", 1e8, Duration::from_millis(5))];
+/// The links measured: tbf rate (none: the bare veth pair, escape's compute bound), its bits per
+/// second, and the delay each way.
+const LINKS: [(Option<&str>, f64, Duration); 3] = [
+    (None, f64::INFINITY, Duration::ZERO),
+    (Some("1gbit"), 1e9, Duration::from_micros(500)),
+    (Some("100mbit"), 1e8, Duration::from_millis(5)),
+];
+/// escape's size over the links: width, height, iterations.
+const ESCAPE: (u32, u32, u32) = (2048, 2048, 1000);
 
 pub(crate) fn run(o: &Options) -> Result<String, String> {
     let items: u32 = if o.quick { 1 << 18 } else { 4 << 20 };
@@ -32,14 +39,20 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
          another; the veth pair between them capped both ways with `tc … tbf` (burst 64 KiB), a delay added each way by a \
          relay in the program's namespace. Baseline: the same bytes echoed by a bare rustls server in the daemon's \
          namespace through the same relay and link. Best of 2 after a warm-up.\n\n\
-         | link | xcd each way | baseline each way | xcd / baseline | xcd / link rate |\n|---|---:|---:|---:|---:|\n"
+         escape's bound on a link is the larger of its time on the bare veth pair (compute) and its results' bytes at the \
+         baseline's rate (transfer).\n\n\
+         | link | xcd each way | baseline each way | xcd / baseline | xcd / link rate | escape | escape / its bound |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n"
     );
+    let mut bound = None;
     for (rate, bits, delay) in LINKS {
         let net = match NetPair::create("bn") {
             Ok(net) => net,
             Err(e) => return Ok(format!("## Over a shaped link\n\nskipped: {e} (needs root for `ip netns`)\n")),
         };
-        net.shape(rate)?;
+        if let Some(rate) = rate {
+            net.shape(rate)?;
+        }
         let daemon =
             Daemon::build(o.bin_dir.join("xcd")).netns(&net.b, B_ADDR).secret(SECRET).args(&["-mdns", "false"]).start();
         let mut server = NetPair::exec(&net.b, &exe)
@@ -67,15 +80,20 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or_else(|| format!("no {key} in {report:?}"))
         };
-        let (xcd, raw) = (seconds("xcd ")?, seconds("raw ")?);
+        let (xcd, raw, escape) = (seconds("xcd ")?, seconds("raw ")?, seconds("escape ")?);
         let link_mib = bits / 8.0 / f64::from(1 << 20);
+        let compute = *bound.get_or_insert(escape);
+        let results_mib = f64::from(ESCAPE.0) * f64::from(ESCAPE.1) * 4.0 / f64::from(1 << 20);
+        let transfer = results_mib / (mib / raw);
         text.push_str(&format!(
-            "| {rate}, {} ms each way | {:.1} MiB/s | {:.1} MiB/s | {:.2} | {:.2} |\n",
+            "| {}, {} ms each way | {:.1} MiB/s | {:.1} MiB/s | {:.2} | {} | {escape:.3} s | {:.2} |\n",
+            rate.unwrap_or("bare veth"),
             delay.as_secs_f64() * 1000.0,
             mib / xcd,
             mib / raw,
             raw / xcd,
-            mib / xcd / link_mib
+            if bits.is_finite() { format!("{:.2}", mib / xcd / link_mib) } else { "–".to_owned() },
+            escape / compute.max(transfer)
         ));
     }
     Ok(text)
@@ -124,6 +142,19 @@ pub(crate) fn inner_link(daemon: &str, echo_addr: &str, delay: &str, items: &str
         }
         Ok::<_, String>(best)
     })?;
+    let (width, height, iters) = ESCAPE;
+    let block = xcd_kernels::escape();
+    let mut counts = vec![0u32; (width * height) as usize];
+    let mut escape = Duration::MAX;
+    for rep in 0..3 {
+        let args = xcd_runtime::Args::new().u32(width).u32(height).u32(iters).output(&mut counts);
+        let started = std::time::Instant::now();
+        par.run(&block, width * height, args).map_err(|e| e.to_string())?;
+        if rep > 0 {
+            escape = escape.min(started.elapsed());
+        }
+    }
+    println!("escape {}", escape.as_secs_f64());
     println!("xcd {}", xcd.as_secs_f64());
     println!("raw {}", raw.as_secs_f64());
     Ok(())
