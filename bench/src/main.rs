@@ -16,6 +16,8 @@
 //! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size.
 //! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each copy run (tiles, rates).
 
+pub(crate) use xcd_e2e::quantile;
+
 mod blocks;
 mod copy;
 mod echo;
@@ -98,12 +100,4 @@ fn main() -> std::process::ExitCode {
         eprintln!("xcd-bench: cannot write target/bench/report.md");
     }
     std::process::ExitCode::SUCCESS
-}
-
-/// The `q` quantile of sorted values.
-pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }

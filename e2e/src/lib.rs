@@ -15,6 +15,14 @@ pub use netns::NetPair;
 
 use std::path::{Path, PathBuf};
 
+/// The `q` quantile (0 to 1) of values sorted ascending; NaN for none.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize]
+}
+
 /// A TCP port free on loopback now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
