@@ -96,7 +96,23 @@ pub struct Par {
     tracer: Option<trace::Tracer>,
     /// Runs the remote workers' connections; present when daemons are named.
     runtime: Option<tokio::runtime::Runtime>,
+    /// Daemons named in `XC_PAR_REMOTE` that could not be reached: tried again in the background.
+    missing: Mutex<Missing>,
 }
+
+/// Named daemons that could not be reached, and the try in the background to reach them.
+#[derive(Default)]
+struct Missing {
+    /// Their `host:port`s, as named.
+    addrs: Vec<String>,
+    /// When the last try began.
+    tried: Option<Instant>,
+    /// The try under way: its workers and errors when it ends.
+    trying: Option<std::thread::JoinHandle<(Vec<remote::RemoteWorker>, Vec<RemoteError>)>>,
+}
+
+/// How often a named daemon that could not be reached is tried again.
+const MISSING_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Par {
     /// Reads the settings from the environment and finds this machine's devices.
@@ -133,6 +149,7 @@ impl Par {
         lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
         let home = home::Home::from_env(settings.home.clone());
         let mut runtime = None;
+        let mut missing = Missing::default();
         let mut watch = None;
         let mut remote_errors = Vec::new();
         if settings.wants_remote() {
@@ -165,13 +182,23 @@ impl Par {
                 }
             }
             let (remotes, errors) =
-                remote::connect_all(&rt, &settings.remote, &found, &[], &home, settings.secret.as_deref());
+                remote::connect_all(rt.handle(), &settings.remote, &found, &[], &home, settings.secret.as_deref());
             for worker in remotes {
                 names.push(worker.name().to_owned());
                 if settings.allows_remote(worker.name()) {
                     workers.push(Arc::new(worker));
                 }
             }
+            // A daemon that is not up yet (or not reachable now) is tried again while the program
+            // runs; refusals (secret, version, pin, …) are not: they need a person.
+            missing.addrs = errors
+                .iter()
+                .filter_map(|e| match e {
+                    RemoteError::Unreachable { addr, .. } if settings.remote.contains(addr) => Some(addr.clone()),
+                    _ => None,
+                })
+                .collect();
+            missing.tried = Some(Instant::now());
             remote_errors.extend(errors);
             runtime = Some(rt);
         }
@@ -222,6 +249,7 @@ impl Par {
             placements: Mutex::default(),
             tracer,
             runtime,
+            missing: Mutex::new(missing),
         })
     }
 
@@ -233,6 +261,7 @@ impl Par {
     /// Takes in the daemons of the pool that appeared since the last run and lets go of those
     /// that left or stopped taking work; returns the workers for this run.
     fn current_workers(&self) -> Vec<Arc<dyn Worker + Send>> {
+        self.take_back_missing();
         let moves = match self.watch.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             Some(watch) => watch.moves(),
             None => Default::default(),
@@ -251,7 +280,7 @@ impl Par {
             let home = &self.home;
             let in_use: Vec<String> = workers.iter().filter_map(|w| w.host().map(str::to_owned)).collect();
             let secret = self.settings.secret.as_deref();
-            let (joined, errors) = remote::connect_all(runtime, &[], &moves.joined, &in_use, home, secret);
+            let (joined, errors) = remote::connect_all(runtime.handle(), &[], &moves.joined, &in_use, home, secret);
             for error in errors {
                 eprintln!("par: {error}");
             }
@@ -269,6 +298,59 @@ impl Par {
             }
         }
         workers.clone()
+    }
+
+    /// Takes in the named daemons that answered a try in the background, and starts the next try
+    /// for those still missing every [`MISSING_RETRY`]. A run never waits for a try.
+    fn take_back_missing(&self) {
+        let Some(runtime) = &self.runtime else { return };
+        let mut missing = self.missing.lock().unwrap_or_else(|e| e.into_inner());
+        if missing.trying.as_ref().is_some_and(std::thread::JoinHandle::is_finished) {
+            let Some(Ok((joined, errors))) = missing.trying.take().map(std::thread::JoinHandle::join) else { return };
+            let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
+            for worker in joined {
+                let addr = worker.daemon().unwrap_or_default().to_owned();
+                let known = workers.iter().any(|w| w.name() == worker.name());
+                if known || !self.settings.allows_remote(worker.name()) {
+                    continue;
+                }
+                if self.settings.report {
+                    eprintln!("par: daemon {addr} answers now: {}", worker.about());
+                }
+                missing.addrs.retain(|a| *a != addr);
+                workers.push(Arc::new(worker));
+            }
+            // Those still unreachable stay missing; any other refusal is said once, and left.
+            let unreachable: Vec<String> = errors
+                .iter()
+                .filter_map(|e| match e {
+                    RemoteError::Unreachable { addr, .. } => Some(addr.clone()),
+                    other => {
+                        eprintln!("par: {other}");
+                        None
+                    }
+                })
+                .collect();
+            missing.addrs.retain(|a| unreachable.contains(a));
+        }
+        let due = missing.tried.is_none_or(|at| at.elapsed() >= MISSING_RETRY);
+        if missing.addrs.is_empty() || missing.trying.is_some() || !due {
+            return;
+        }
+        missing.tried = Some(Instant::now());
+        let (addrs, handle, home) = (missing.addrs.clone(), runtime.handle().clone(), self.home.clone());
+        let secret = self.settings.secret.clone();
+        let in_use: Vec<String> = self
+            .workers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(|w| w.host().map(str::to_owned))
+            .collect();
+        missing.trying = std::thread::Builder::new()
+            .name("xc-remote retry".into())
+            .spawn(move || remote::connect_all(&handle, &addrs, &[], &in_use, &home, secret.as_deref()))
+            .ok();
     }
 
     /// Runs `block` over items `0..n`; results land in the arrays `args` lends. The report

@@ -178,6 +178,53 @@ fn a_daemon_that_stalled_is_taken_back_once_it_answers_again() {
     println!("a stalled daemon was taken back {back_after:?} after the stall");
 }
 
+#[test]
+fn a_named_daemon_that_starts_after_the_program_is_taken_in() {
+    let port = xcd_e2e::free_port();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = format!("127.0.0.1:{port}");
+    let mut command = run_escape(None, home.path(), "gpu,remote", &remote);
+    command.args(["--runs", "60"]);
+    let want = {
+        let mut alone = run_escape(None, home.path(), "gpu", &remote);
+        total(&alone.output().expect("runs")).expect("the GPU's total")
+    };
+    let mut child = command.spawn().expect("escape starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, read) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut report = String::new();
+    let mut next_line = |within: Duration| -> Option<String> {
+        let line = read.recv_timeout(within).ok()?;
+        report.push_str(&line);
+        report.push('\n');
+        Some(line)
+    };
+    // The program starts without its daemon, on the local GPU; then the daemon comes up.
+    while !next_line(Duration::from_secs(60)).expect("escape reports").contains("cannot connect to") {}
+    let daemon = xcd().port(port).args(&["-mdns", "false"]).start();
+    let started = Instant::now();
+    loop {
+        let line = next_line(Duration::from_secs(90)).expect("escape goes on reporting");
+        if line.starts_with("par: remote worker") && !line.contains(": 0 items") {
+            break;
+        }
+    }
+    let taken_after = started.elapsed();
+    let out = child.wait_with_output().expect("escape ends");
+    while next_line(Duration::from_secs(5)).is_some() {}
+    assert!(out.status.success(), "{report}");
+    assert_eq!(total(&out), Some(want), "every run gives the GPU's total");
+    assert!(report.contains(&format!("daemon 127.0.0.1:{port} answers now")), "{report}");
+    assert!(daemon_tiles(&daemon) > 0.0, "the daemon ran tiles");
+    println!("a daemon started after the program was taken in {taken_after:?} after it started");
+}
+
 /// Tiles the daemon has served so far (its metrics).
 fn daemon_tiles(daemon: &Daemon) -> f64 {
     let out = xcd_e2e::curl(&["-H", &format!("Authorization: Bearer {SECRET}"), &daemon.url("/metrics")]);

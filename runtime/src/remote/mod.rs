@@ -115,7 +115,7 @@ impl RemoteWorker {
 /// daemons) and of `found` (`host:port` and address, from mDNS); returns one worker per served
 /// device, and an error per daemon that cannot serve.
 pub(crate) fn connect_all(
-    runtime: &tokio::runtime::Runtime,
+    runtime: &tokio::runtime::Handle,
     addrs: &[String],
     found: &[(String, std::net::SocketAddr)],
     in_use: &[String],
@@ -168,7 +168,7 @@ pub(crate) fn connect_all(
                         name: format!("remote:{shown}:{}", info.id),
                         daemon: daemon.clone(),
                         device,
-                        runtime: runtime.handle().clone(),
+                        runtime: runtime.clone(),
                         stream: Mutex::new(None),
                         next_tag: AtomicU32::new(0),
                         per_item: AtomicU64::new(0),
@@ -198,7 +198,7 @@ pub fn inventory(
             return (Vec::new(), failed);
         }
     };
-    let (workers, errors) = connect_all(&runtime, addrs, found, &[], home, secret);
+    let (workers, errors) = connect_all(runtime.handle(), addrs, found, &[], home, secret);
     let devices = workers
         .iter()
         .filter_map(|w| w.daemon.devices.get(w.device).map(|info| (w.name.clone(), info.clone())))
