@@ -135,25 +135,12 @@ fn a_daemon_that_stalled_is_taken_back_once_it_answers_again() {
 
     // A long-running program: many runs of the block, one after another.
     let mut child = escape("gpu,remote", "40").spawn().expect("escape starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines, read) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut report = String::new();
-    let mut next_line = |within: Duration| -> Option<String> {
-        let line = read.recv_timeout(within).ok()?;
-        report.push_str(&line);
-        report.push('\n');
-        Some(line)
-    };
+    let mut stderr = Report::follow(&mut child);
     daemon.wait_for_tiles(SECRET, daemon_tiles(&daemon) + 3.0);
     relay.stall();
     let stalled_at = Instant::now();
-    while !next_line(Duration::from_secs(60)).expect("escape reports").contains("the daemon stopped answering") {}
+    while !stderr.next_line(Duration::from_secs(60)).expect("escape reports").contains("the daemon stopped answering") {
+    }
     relay.resume();
     // Later runs skip the daemon until a check in the background finds it answering again;
     // then it runs tiles again.
@@ -165,14 +152,14 @@ fn a_daemon_that_stalled_is_taken_back_once_it_answers_again() {
             .unwrap_or(0)
     };
     loop {
-        let line = next_line(Duration::from_secs(90)).expect("escape goes on reporting");
+        let line = stderr.next_line(Duration::from_secs(90)).expect("escape goes on reporting");
         if remote_items(&line) > 0 {
             break;
         }
     }
     let back_after = stalled_at.elapsed();
     let out = child.wait_with_output().expect("escape ends");
-    while next_line(Duration::from_secs(5)).is_some() {}
+    let report = stderr.rest();
     assert!(out.status.success(), "{report}");
     assert_eq!(total(&out), Some(want), "every run gives the GPU's total");
     println!("a stalled daemon was taken back {back_after:?} after the stall");
@@ -190,39 +177,60 @@ fn a_named_daemon_that_starts_after_the_program_is_taken_in() {
         total(&alone.output().expect("runs")).expect("the GPU's total")
     };
     let mut child = command.spawn().expect("escape starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines, read) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut report = String::new();
-    let mut next_line = |within: Duration| -> Option<String> {
-        let line = read.recv_timeout(within).ok()?;
-        report.push_str(&line);
-        report.push('\n');
-        Some(line)
-    };
+    let mut stderr = Report::follow(&mut child);
     // The program starts without its daemon, on the local GPU; then the daemon comes up.
-    while !next_line(Duration::from_secs(60)).expect("escape reports").contains("cannot connect to") {}
+    while !stderr.next_line(Duration::from_secs(60)).expect("escape reports").contains("cannot connect to") {}
     let daemon = xcd().port(port).args(&["-mdns", "false"]).start();
     let started = Instant::now();
     loop {
-        let line = next_line(Duration::from_secs(90)).expect("escape goes on reporting");
+        let line = stderr.next_line(Duration::from_secs(90)).expect("escape goes on reporting");
         if line.starts_with("par: remote worker") && !line.contains(": 0 items") {
             break;
         }
     }
     let taken_after = started.elapsed();
     let out = child.wait_with_output().expect("escape ends");
-    while next_line(Duration::from_secs(5)).is_some() {}
+    let report = stderr.rest();
     assert!(out.status.success(), "{report}");
     assert_eq!(total(&out), Some(want), "every run gives the GPU's total");
     assert!(report.contains(&format!("daemon 127.0.0.1:{port} answers now")), "{report}");
     assert!(daemon_tiles(&daemon) > 0.0, "the daemon ran tiles");
     println!("a daemon started after the program was taken in {taken_after:?} after it started");
+}
+
+/// A running program's report (its standard error), read line by line as it comes.
+struct Report {
+    lines: std::sync::mpsc::Receiver<String>,
+    text: String,
+}
+
+impl Report {
+    /// Follows `child`'s standard error.
+    fn follow(child: &mut std::process::Child) -> Report {
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Report { lines, text: String::new() }
+    }
+
+    /// The next line, if one comes within `within`.
+    fn next_line(&mut self, within: Duration) -> Option<String> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        self.text.push_str(&line);
+        self.text.push('\n');
+        Some(line)
+    }
+
+    /// The whole report, once the program has ended.
+    fn rest(mut self) -> String {
+        while self.next_line(Duration::from_secs(5)).is_some() {}
+        self.text
+    }
 }
 
 /// Tiles the daemon has served so far (its metrics).
