@@ -29,7 +29,8 @@ async fn a_stream_whose_results_are_never_read_is_closed() {
         let chunk: Vec<u8> = (0..64)
             .flat_map(|i| {
                 let tile = Tile { start: 0, count: 65_536 };
-                TileFrame { tag: tag + i, tile, params: vec![256, 256, 50], wholes: vec![], inputs: vec![] }.encode()
+                TileFrame { tag: tag + i, tile, params: vec![256, 256, 50], wholes: vec![], inputs: Default::default() }
+                    .encode()
             })
             .collect();
         Some((Ok::<_, std::io::Error>(chunk), tag.wrapping_add(64)))

@@ -70,7 +70,7 @@ fn in_process(n: usize) -> Result<(String, Vec<f64>), String> {
             block: id,
             tile: Tile { start: 0, count: 1 },
             params: Vec::new(),
-            inputs: vec![vec![7, 0, 0, 0]],
+            inputs: vec![Bytes::from_static(&[7, 0, 0, 0])],
             whole: Vec::new(),
         };
         let started = Instant::now();
@@ -98,7 +98,7 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
             tile: Tile { start: 0, count: 1 },
             params: vec![],
             wholes: vec![],
-            inputs: vec![7, 0, 0, 0],
+            inputs: Bytes::from_static(&[7, 0, 0, 0]),
         }
         .encode(),
     );

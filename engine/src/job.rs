@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use xcd_wire::{BlockDesc, BlockId, Tile};
 
 use crate::EngineError;
@@ -32,8 +33,9 @@ pub struct TileJob {
     pub tile: Tile,
     /// The block's scalar parameters, one word each.
     pub params: Vec<u32>,
-    /// The tile's slice of each per-item array the device reads, in binding order.
-    pub inputs: Vec<Vec<u8>>,
+    /// The tile's slice of each per-item array the device reads, in binding order (views of
+    /// the bytes as they arrived: a daemon's are slices of the tile's frame).
+    pub inputs: Vec<Bytes>,
     /// Each whole array, in binding order.
     pub whole: Vec<WholeArray>,
 }

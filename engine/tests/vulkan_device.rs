@@ -53,7 +53,7 @@ fn job(block: &BlockDesc, start: u32, x: &[u32]) -> TileJob {
         block: block.id(),
         tile: Tile { start, count: x.len() as u32 },
         params: vec![5],
-        inputs: vec![bytemuck::cast_slice(x).to_vec()],
+        inputs: vec![bytes::Bytes::copy_from_slice(bytemuck::cast_slice(x))],
         whole: vec![WholeArray::new(Arc::from(bytemuck::cast_slice::<u32, u8>(&[100, 0, 0])))],
     }
 }
@@ -91,7 +91,8 @@ fn refusals_say_what_to_do_and_the_device_keeps_serving() {
     device.load_blocking(block.clone()).expect("loads");
 
     let mut short = job(&block, 0, &[1, 2, 3]);
-    short.inputs[0].pop();
+    let len = short.inputs[0].len();
+    short.inputs[0].truncate(len - 1);
     assert!(matches!(device.run_blocking(short), Err(EngineError::BadJob(m)) if m.contains("needs 12 bytes")));
     let mut no_params = job(&block, 0, &[1]);
     no_params.params.clear();

@@ -35,9 +35,9 @@ fn main() {
         tile: Tile { start: 100, count: 3 },
         params: vec![640, 480, 200],
         wholes: vec![[9; 32]],
-        inputs: vec![1; 12],
+        inputs: vec![1; 12].into(),
     };
-    let done = ResultFrame::Done { tag: 7, outputs: vec![4; 12] };
+    let done = ResultFrame::Done { tag: 7, outputs: vec![4; 12].into() };
     let failed = ResultFrame::Failed {
         tag: 8,
         problem: xcd_wire::TileProblem { code: "bad_frame".into(), detail: "the tile is past the block".into() },

@@ -4,6 +4,7 @@
 //! A frame that decodes must encode to the same bytes.
 #![no_main]
 
+use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use xcd_wire::{FrameSplitter, ResultFrame, TileFrame};
 
@@ -30,16 +31,18 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-fn check(body: &[u8]) {
+fn check(body: &Bytes) {
     if let Ok(tile) = TileFrame::decode(body) {
-        assert_eq!(&tile.encode()[4..], body, "a tile frame re-encodes to its own bytes");
+        assert_eq!(&tile.encode()[4..], &body[..], "a tile frame re-encodes to its own bytes");
     }
     if let Ok(result) = ResultFrame::decode(body) {
-        let again = result.encode();
+        let again = Bytes::from(result.encode());
         // A problem's JSON is written afresh, so only a done frame's bytes are compared whole.
-        if matches!(result, ResultFrame::Done { .. }) {
-            assert_eq!(&again[4..], body, "a result frame re-encodes to its own bytes");
+        if let ResultFrame::Done { tag, outputs } = &result {
+            assert_eq!(&again[4..], &body[..], "a result frame re-encodes to its own bytes");
+            let pieces = xcd_wire::result_pieces(*tag, vec![outputs.to_vec()]).concat();
+            assert_eq!(pieces, again, "a result sent in pieces is the same frame");
         }
-        assert_eq!(ResultFrame::decode(&again[4..]).as_ref(), Ok(&result), "a result frame reads back");
+        assert_eq!(ResultFrame::decode(&again.slice(4..)).as_ref(), Ok(&result), "a result frame reads back");
     }
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob, WholeArray};
 use xcd_wire::{ArrayRole, Tile};
 
@@ -209,8 +210,8 @@ impl Worker for GpuWorker {
             .arrays
             .iter()
             .filter_map(|a| match a {
-                TileArray::In(d) => Some(d.to_vec()),
-                TileArray::InOut(d) => Some(d.to_vec()),
+                TileArray::In(d) => Some(Bytes::copy_from_slice(d)),
+                TileArray::InOut(d) => Some(Bytes::copy_from_slice(d)),
                 _ => None,
             })
             .collect();

@@ -26,7 +26,13 @@
 //! frame tagged [`STREAM_TAG`] ends the stream (a broken framing, an idle stream, a draining
 //! daemon); one tagged [`UNKNOWN_TAG`] answers a frame too short to carry its tag. Programs
 //! number their tiles below both.
+//!
+//! Frames hold their payloads as [`Bytes`]: a frame split out of a stream, its inputs and its
+//! outputs are views of the bytes as they were read, never copies ([`FrameSplitter`] copies each
+//! byte once, out of the transport's chunks), and a result is sent as [`result_pieces`] without
+//! copying its outputs.
 
+use bytes::{Buf, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 
 use crate::Tile;
@@ -58,7 +64,7 @@ pub struct TileFrame {
     /// SHA-256 of each whole array.
     pub wholes: Vec<[u8; 32]>,
     /// The per-item input arrays, concatenated in binding order.
-    pub inputs: Vec<u8>,
+    pub inputs: Bytes,
 }
 
 /// A tile's outcome as it travels back.
@@ -69,7 +75,7 @@ pub enum ResultFrame {
         /// The tile's tag.
         tag: u32,
         /// Output bytes.
-        outputs: Vec<u8>,
+        outputs: Bytes,
     },
     /// The tile did not run.
     Failed {
@@ -128,8 +134,9 @@ impl TileFrame {
         encode_tile(self.tag, self.tile, &self.params, &self.wholes, &[&self.inputs])
     }
 
-    /// Reads a tile frame from its body (the bytes after the length prefix).
-    pub fn decode(body: &[u8]) -> Result<TileFrame, FrameError> {
+    /// Reads a tile frame from its body (the bytes after the length prefix); its inputs are a
+    /// view of `body`, not a copy.
+    pub fn decode(body: &Bytes) -> Result<TileFrame, FrameError> {
         let kind = *body.first().ok_or(FrameError::Truncated("kind"))?;
         if kind != KIND_TILE {
             return Err(FrameError::Kind(kind));
@@ -156,7 +163,8 @@ impl TileFrame {
             hashes.push(h);
             at += 32;
         }
-        Ok(TileFrame { tag, tile: Tile { start, count }, params: words, wholes: hashes, inputs: body[at..].to_vec() })
+        let inputs = body.slice(at.min(body.len())..);
+        Ok(TileFrame { tag, tile: Tile { start, count }, params: words, wholes: hashes, inputs })
     }
 }
 
@@ -195,31 +203,34 @@ impl ResultFrame {
 
     /// The frame's bytes, length prefix included.
     pub fn encode(&self) -> Vec<u8> {
-        let (kind, tag, payload) = match self {
-            ResultFrame::Done { tag, outputs } => (KIND_RESULT, *tag, outputs.clone()),
-            ResultFrame::Failed { tag, problem } => (KIND_ERROR, *tag, serde_json::to_vec(problem).unwrap_or_default()),
-        };
-        let body = RESULT_HEADER_BYTES - 4 + payload.len();
-        let mut out = Vec::with_capacity(4 + body);
-        out.extend_from_slice(&(body as u32).to_le_bytes());
-        out.extend_from_slice(&[kind, 0, 0, 0]);
-        out.extend_from_slice(&tag.to_le_bytes());
-        out.extend_from_slice(&payload);
-        out
+        match self {
+            ResultFrame::Done { tag, outputs } => {
+                let mut out = result_header(KIND_RESULT, *tag, outputs.len());
+                out.extend_from_slice(outputs);
+                out
+            }
+            ResultFrame::Failed { tag, problem } => {
+                let payload = serde_json::to_vec(problem).unwrap_or_default();
+                let mut out = result_header(KIND_ERROR, *tag, payload.len());
+                out.extend_from_slice(&payload);
+                out
+            }
+        }
     }
 
-    /// Reads a result frame from its body (the bytes after the length prefix).
-    pub fn decode(body: &[u8]) -> Result<ResultFrame, FrameError> {
+    /// Reads a result frame from its body (the bytes after the length prefix); a result's
+    /// outputs are a view of `body`, not a copy.
+    pub fn decode(body: &Bytes) -> Result<ResultFrame, FrameError> {
         let kind = *body.first().ok_or(FrameError::Truncated("kind"))?;
         if body.get(1..4).ok_or(FrameError::Truncated("reserved"))? != [0, 0, 0] {
             return Err(FrameError::Reserved);
         }
         let tag = u32_at(body, 4, "tag")?;
-        let payload = &body[8..];
+        let payload = body.slice(8..);
         match kind {
-            KIND_RESULT => Ok(ResultFrame::Done { tag, outputs: payload.to_vec() }),
+            KIND_RESULT => Ok(ResultFrame::Done { tag, outputs: payload }),
             KIND_ERROR => {
-                let problem = serde_json::from_slice(payload).map_err(|e| FrameError::Problem(e.to_string()))?;
+                let problem = serde_json::from_slice(&payload).map_err(|e| FrameError::Problem(e.to_string()))?;
                 Ok(ResultFrame::Failed { tag, problem })
             }
             other => Err(FrameError::Kind(other)),
@@ -227,29 +238,76 @@ impl ResultFrame {
     }
 }
 
+/// The result frame of a tile that ran, as pieces to send in order: the header, then each
+/// output as the vector it already is (a large result is never copied into a frame); a small
+/// result comes as one piece, since a piece costs more than copying a few bytes.
+pub fn result_pieces(tag: u32, outputs: Vec<Vec<u8>>) -> Vec<Bytes> {
+    let total: usize = outputs.iter().map(Vec::len).sum();
+    let mut header = result_header(KIND_RESULT, tag, total);
+    if total <= SMALL_RESULT_BYTES {
+        for output in &outputs {
+            header.extend_from_slice(output);
+        }
+        return vec![Bytes::from(header)];
+    }
+    let mut pieces = Vec::with_capacity(1 + outputs.len());
+    pieces.push(Bytes::from(header));
+    pieces.extend(outputs.into_iter().filter(|o| !o.is_empty()).map(Bytes::from));
+    pieces
+}
+
+/// Results up to this size are copied into one piece with their header.
+const SMALL_RESULT_BYTES: usize = 16 * 1024;
+
+/// A result frame's first bytes, with room for a payload of `payload` bytes.
+fn result_header(kind: u8, tag: u32, payload: usize) -> Vec<u8> {
+    let body = RESULT_HEADER_BYTES - 4 + payload;
+    let mut out = Vec::with_capacity(4 + body);
+    out.extend_from_slice(&(body as u32).to_le_bytes());
+    out.extend_from_slice(&[kind, 0, 0, 0]);
+    out.extend_from_slice(&tag.to_le_bytes());
+    out
+}
+
+/// The most a splitter sets aside for the rest of a frame before its bytes arrive.
+const RESERVE_AHEAD: usize = 16 << 20;
+
 /// Splits a byte stream into frame bodies, refusing any frame over `limit` bytes.
 #[derive(Debug)]
 pub struct FrameSplitter {
-    buffer: Vec<u8>,
+    buffer: BytesMut,
     limit: u64,
 }
 
 impl FrameSplitter {
     /// A splitter that refuses frames longer than `limit` bytes.
     pub fn new(limit: u64) -> Self {
-        FrameSplitter { buffer: Vec::new(), limit }
+        FrameSplitter { buffer: BytesMut::new(), limit }
     }
 
     /// Adds bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
+        // Once a frame's length is known, make room for it at once (up to `RESERVE_AHEAD`), so
+        // a large frame is copied once rather than again each time the buffer grows; a sender
+        // that declares a frame and sends little of it holds at most that much.
+        if let Some(length) = self.declared().filter(|&l| l <= self.limit) {
+            let want = (4 + length as usize).saturating_sub(self.buffer.len()).min(RESERVE_AHEAD);
+            self.buffer.reserve(want.max(bytes.len()));
+        }
         self.buffer.extend_from_slice(bytes);
     }
 
-    /// The next complete frame body, if one is buffered. A frame over the limit is an error as
-    /// soon as its length prefix arrives, before its bytes are buffered.
-    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
-        let Some(prefix) = self.buffer.get(..4) else { return Ok(None) };
-        let length = u64::from(u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]));
+    /// The length prefix of the frame at the front, once its four bytes are here.
+    fn declared(&self) -> Option<u64> {
+        let prefix = self.buffer.get(..4)?;
+        Some(u64::from(u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]])))
+    }
+
+    /// The next complete frame body, if one is buffered; a view of the buffered bytes, not a
+    /// copy. A frame over the limit is an error as soon as its length prefix arrives, before its
+    /// bytes are buffered.
+    pub fn next_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
+        let Some(length) = self.declared() else { return Ok(None) };
         if length > self.limit {
             return Err(FrameError::TooLarge { length, limit: self.limit });
         }
@@ -257,9 +315,9 @@ impl FrameSplitter {
         if self.buffer.len() < end {
             return Ok(None);
         }
-        let body = self.buffer[4..end].to_vec();
-        self.buffer.drain(..end);
-        Ok(Some(body))
+        let mut frame = self.buffer.split_to(end);
+        frame.advance(4);
+        Ok(Some(frame.freeze()))
     }
 
     /// True when no partial frame is buffered.
@@ -278,14 +336,14 @@ mod tests {
             tile: Tile { start: 100, count: 3 },
             params: vec![1, 2],
             wholes: vec![[9; 32]],
-            inputs: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            inputs: Bytes::from_static(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
         }
     }
 
     #[test]
     fn frames_round_trip_through_a_splitter_in_pieces() {
         let results = [
-            ResultFrame::Done { tag: 7, outputs: vec![4; 12] },
+            ResultFrame::Done { tag: 7, outputs: Bytes::from(vec![4; 12]) },
             ResultFrame::Failed { tag: 8, problem: TileProblem { code: "bad_frame".into(), detail: "x".into() } },
         ];
         let mut stream = tile().encode();
@@ -315,16 +373,41 @@ mod tests {
 
     #[test]
     fn truncated_and_odd_frames_say_what_is_wrong() {
-        let body = &tile().encode()[4..];
+        let body = Bytes::from(tile().encode()).slice(4..);
         for cut in [0, 1, 5, 10, 17, 19, 23, 27, 40] {
-            let e = TileFrame::decode(&body[..cut]).expect_err("truncated");
+            let e = TileFrame::decode(&body.slice(..cut)).expect_err("truncated");
             assert!(matches!(e, FrameError::Truncated(_)), "cut {cut}: {e}");
         }
         let mut wrong_kind = body.to_vec();
         wrong_kind[0] = 9;
-        assert_eq!(TileFrame::decode(&wrong_kind), Err(FrameError::Kind(9)));
+        assert_eq!(TileFrame::decode(&wrong_kind.into()), Err(FrameError::Kind(9)));
         let mut reserved = body.to_vec();
         reserved[2] = 1;
-        assert_eq!(TileFrame::decode(&reserved), Err(FrameError::Reserved));
+        assert_eq!(TileFrame::decode(&reserved.into()), Err(FrameError::Reserved));
+    }
+
+    #[test]
+    fn result_pieces_read_back_as_the_frame_they_make() {
+        for outputs in [vec![vec![1u8; 8], vec![2; 4]], vec![vec![3u8; 40_000], vec![], vec![4; 5]], vec![]] {
+            let joined: Vec<u8> = outputs.concat();
+            let stream: Vec<u8> = result_pieces(9, outputs).concat();
+            assert_eq!(stream, ResultFrame::Done { tag: 9, outputs: joined.into() }.encode());
+        }
+    }
+
+    #[test]
+    fn a_large_frame_is_split_out_whole_from_small_pieces() {
+        let frame = TileFrame { inputs: vec![5; 300_000].into(), ..tile() }.encode();
+        let mut splitter = FrameSplitter::new(1 << 20);
+        let mut got = Vec::new();
+        for piece in frame.chunks(16_384).chain([&frame[..7]]) {
+            splitter.push(piece);
+            while let Some(body) = splitter.next_frame().expect("valid frames") {
+                got.push(TileFrame::decode(&body).expect("a tile frame"));
+            }
+        }
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].inputs.len(), 300_000);
+        assert!(!splitter.is_empty(), "the start of the next frame is kept");
     }
 }

@@ -24,7 +24,9 @@ use tokio::sync::mpsc;
 use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
-use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ParamKind, ResultFrame, Tile, TileFrame, TileProblem};
+use xcd_wire::{
+    BlockDesc, BlockId, FrameSplitter, ParamKind, ResultFrame, Tile, TileFrame, TileProblem, result_pieces,
+};
 
 use crate::activity::Peer;
 use crate::metrics::DeviceLabel;
@@ -87,10 +89,11 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
             frame.inputs.len()
         )));
     }
+    // Each input is a view of the frame's bytes, which are a view of the stream's.
     let mut inputs = Vec::with_capacity(sizes.len());
     let mut at = 0;
     for size in sizes {
-        inputs.push(frame.inputs[at..at + size as usize].to_vec());
+        inputs.push(frame.inputs.slice(at..at + size as usize));
         at += size as usize;
     }
     let mut whole = Vec::with_capacity(frame.wholes.len());
@@ -104,14 +107,14 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
     Ok(job)
 }
 
-/// Runs one job of `peer`'s on a device, counting it.
+/// Runs one job of `peer`'s on a device, counting it; its outputs in binding order.
 async fn run(
     state: &AppState,
     peer: Peer,
     desc: &BlockDesc,
     device: &DeviceHandle,
     job: TileJob,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Vec<Vec<u8>>, ApiError> {
     let started = Instant::now();
     let items = u64::from(job.tile.count);
     state.0.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -124,18 +127,18 @@ async fn run(
     let label = DeviceLabel { device: device.info().id.clone() };
     state.0.metrics.tiles.get_or_create(&label).inc();
     state.0.metrics.tile_seconds.get_or_create(&label).observe(started.elapsed().as_secs_f64());
-    let bytes = output.outputs.concat();
-    state.0.metrics.bytes_out.inc_by(bytes.len() as u64);
-    Ok(bytes)
+    let bytes: usize = output.outputs.iter().map(Vec::len).sum();
+    state.0.metrics.bytes_out.inc_by(bytes as u64);
+    Ok(output.outputs)
 }
 
 fn query_error(e: QueryRejection) -> ApiError {
     ApiError::BadRequest(format!("{}; see openapi/openapi.yaml for this endpoint's query", e.body_text()))
 }
 
-fn problem_frame(tag: u32, error: &ApiError) -> Bytes {
+fn problem_frame(tag: u32, error: &ApiError) -> Vec<Bytes> {
     let problem = TileProblem { code: error.code().to_owned(), detail: error.to_string() };
-    Bytes::from(ResultFrame::Failed { tag, problem }.encode())
+    vec![Bytes::from(ResultFrame::Failed { tag, problem }.encode())]
 }
 
 /// `POST /v1/blocks/{id}/tiles`: the tile stream.
@@ -171,13 +174,14 @@ pub(crate) async fn stream(
         return Err(ApiError::Busy(format!("{limit} tile streams")));
     }
     let slot = StreamSlot(state.clone());
-    let (tx, rx) = mpsc::channel::<Bytes>(state.depth() as usize * 2);
+    let (tx, rx) = mpsc::channel::<Vec<Bytes>>(state.depth() as usize * 2);
     tokio::spawn(async move {
         let _slot = slot;
         serve_stream(state, peer, desc, block, device, request, tx).await;
     });
-    let body =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
+    // Each message is one frame in pieces (`result_pieces`), sent on in order.
+    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+        .flat_map(|pieces| futures_util::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>)));
     Ok(([(header::CONTENT_TYPE, FRAMES_MEDIA_TYPE)], Body::from_stream(body)).into_response())
 }
 
@@ -188,7 +192,7 @@ async fn serve_stream(
     block: BlockId,
     device: DeviceHandle,
     request: Body,
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Vec<Bytes>>,
 ) {
     let limits = &state.0.config.limits;
     let depth = state.depth() as usize;
@@ -220,7 +224,7 @@ async fn serve_stream(
                             Err(e) => Err(e),
                         };
                         match result {
-                            Ok(outputs) => Bytes::from(ResultFrame::Done { tag, outputs }.encode()),
+                            Ok(outputs) => result_pieces(tag, outputs),
                             Err(e) => {
                                 state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
                                 problem_frame(tag, &e)
@@ -344,9 +348,10 @@ pub(crate) async fn one(
         tile: Tile { start: query.start.unwrap_or(0), count: query.count },
         params,
         wholes,
-        inputs: inputs.to_vec(),
+        inputs,
     };
     let job = job(&state, &desc, block, frame)?;
-    let outputs = run(&state, peer, &desc, &device, job).await?;
+    let mut outputs = run(&state, peer, &desc, &device, job).await?;
+    let outputs = if outputs.len() == 1 { outputs.swap_remove(0) } else { outputs.concat() };
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], outputs).into_response())
 }

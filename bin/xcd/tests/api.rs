@@ -262,7 +262,14 @@ async fn bad_frames_are_answered_and_the_daemon_keeps_serving() {
     let client = xcd_e2e::client();
     let tile = |tag: u32, inputs: Vec<u8>, params: Vec<u32>| {
         Bytes::from(
-            TileFrame { tag, tile: xcd_wire::Tile { start: 0, count: 2 }, params, wholes: vec![], inputs }.encode(),
+            TileFrame {
+                tag,
+                tile: xcd_wire::Tile { start: 0, count: 2 },
+                params,
+                wholes: vec![],
+                inputs: inputs.into(),
+            }
+            .encode(),
         )
     };
     let good_inputs: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();

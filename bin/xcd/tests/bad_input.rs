@@ -73,7 +73,7 @@ async fn stream(daemon: &Daemon, id: &str, headers: &[(&str, &str)], body: Vec<u
 }
 
 fn frame(tag: u32, start: u32, count: u32, params: Vec<u32>, wholes: Vec<[u8; 32]>, inputs: Vec<u8>) -> Vec<u8> {
-    TileFrame { tag, tile: Tile { start, count }, params, wholes, inputs }.encode()
+    TileFrame { tag, tile: Tile { start, count }, params, wholes, inputs: inputs.into() }.encode()
 }
 
 #[tokio::test(flavor = "multi_thread")]

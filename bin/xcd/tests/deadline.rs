@@ -64,7 +64,13 @@ async fn register_spin(daemon: &Daemon) -> String {
 
 /// Sends one spin tile of `count` items on a stream of its own: its result, and how long it took.
 async fn spin_tile(daemon: &Daemon, id: &str, count: u32, n: u32) -> (ResultFrame, Duration) {
-    let frame = TileFrame { tag: 1, tile: Tile { start: 0, count }, params: vec![n], wholes: vec![], inputs: vec![] };
+    let frame = TileFrame {
+        tag: 1,
+        tile: Tile { start: 0, count },
+        params: vec![n],
+        wholes: vec![],
+        inputs: Default::default(),
+    };
     let started = Instant::now();
     let response = xcd_e2e::client()
         .post(daemon.url(&format!("/v1/blocks/{id}/tiles")))

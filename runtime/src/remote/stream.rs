@@ -18,7 +18,7 @@ use xcd_wire::{BlockId, FrameSplitter, ResultFrame};
 use super::RemoteError;
 use super::daemon::Daemon;
 
-type Answer = Result<Vec<u8>, RemoteError>;
+type Answer = Result<Bytes, RemoteError>;
 
 struct Pending {
     tag: u32,

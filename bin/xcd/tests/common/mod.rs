@@ -39,7 +39,7 @@ pub fn escape_frame(tag: u32, start: u32, count: u32, width: u32, height: u32, m
             tile: Tile { start, count },
             params: vec![width, height, max_iter],
             wholes: vec![],
-            inputs: vec![],
+            inputs: Default::default(),
         }
         .encode(),
     )
