@@ -9,18 +9,23 @@
 //!   the same block on the same device in this process.
 //! - `link`: the copy block over a link capped with tbf and delayed by a relay, between network
 //!   namespaces, against a bare rustls echo over the same link (needs root).
+//! - `overhead`, `scaling`, `placement`: the escape block through the runtime (`escape.rs`):
+//!   through a daemon against in process; daemons on cores of their own, together against alone;
+//!   the measuring first run against the best fixed set of workers.
 //!
 //! ```text
-//! xcd-bench --bin-dir target/dist [rtt] [copy] [link] [--quick]
+//! xcd-bench --bin-dir target/dist [MEASURE…] [--quick] [--escape WIDTHxHEIGHTxITERS]
 //! ```
-//! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size.
-//! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each copy run (tiles, rates).
+//! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size;
+//! `--escape` sets the escape measures' size (e.g. `4096x4096x2000` on a real GPU).
+//! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each run (tiles, rates).
 
 pub(crate) use xcd_e2e::quantile;
 
 mod blocks;
 mod copy;
 mod echo;
+mod escape;
 mod link;
 mod rtt;
 
@@ -35,11 +40,16 @@ pub(crate) struct Options {
     pub bin_dir: PathBuf,
     /// Smaller sizes and fewer repetitions, for a smoke run.
     pub quick: bool,
+    /// The escape measures' size, when not their own.
+    pub escape: Option<escape::Size>,
 }
+
+/// Every measure, in the order they run when none is named.
+const MEASURES: [&str; 6] = ["rtt", "copy", "link", "overhead", "scaling", "placement"];
 
 fn main() -> std::process::ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut options = Options { bin_dir: PathBuf::new(), quick: false };
+    let mut options = Options { bin_dir: PathBuf::new(), quick: false, escape: None };
     let mut measures = Vec::new();
     let all: Vec<String> = std::env::args().skip(1).collect();
     // The halves of `link` that run inside a network namespace.
@@ -62,9 +72,16 @@ fn main() -> std::process::ExitCode {
         match arg.as_str() {
             "--bin-dir" => options.bin_dir = args.next().map(PathBuf::from).unwrap_or_default(),
             "--quick" => options.quick = true,
-            "rtt" | "copy" | "link" => measures.push(arg),
+            "--escape" => match args.next().as_deref().and_then(escape::Size::parse) {
+                Some(size) => options.escape = Some(size),
+                None => {
+                    eprintln!("xcd-bench: --escape takes WIDTHxHEIGHTxITERS, e.g. 4096x4096x2000");
+                    return std::process::ExitCode::FAILURE;
+                }
+            },
+            m if MEASURES.contains(&m) => measures.push(arg),
             other => {
-                eprintln!("xcd-bench: unknown argument {other}: see the file's doc");
+                eprintln!("xcd-bench: unknown argument {other}: the measures are {}", MEASURES.join(", "));
                 return std::process::ExitCode::FAILURE;
             }
         }
@@ -74,14 +91,17 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     if measures.is_empty() {
-        measures = vec!["rtt".into(), "copy".into(), "link".into()];
+        measures = MEASURES.iter().map(|m| (*m).to_owned()).collect();
     }
     let mut report = String::from("# xcd-bench\n\n");
     for measure in &measures {
         let section = match measure.as_str() {
             "rtt" => rtt::run(&options),
             "copy" => copy::run(&options),
-            _ => link::run(&options),
+            "link" => link::run(&options),
+            "overhead" => escape::overhead(&options),
+            "scaling" => escape::scaling(&options),
+            _ => escape::placement(&options),
         };
         match section {
             Ok(text) => {
