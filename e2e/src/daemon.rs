@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -273,13 +273,15 @@ impl Daemon {
     }
 
     /// Sends `signal` to the daemon.
+    #[cfg(unix)]
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, signal).expect("signal delivered");
     }
 
     /// Sends SIGTERM and waits (up to `within`) for the daemon to exit.
-    pub fn terminate(mut self, within: Duration) -> ExitStatus {
+    #[cfg(unix)]
+    pub fn terminate(mut self, within: Duration) -> std::process::ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM delivered");
         let deadline = std::time::Instant::now() + within;

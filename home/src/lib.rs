@@ -41,6 +41,13 @@ pub struct Home {
     dir: PathBuf,
 }
 
+/// The user's own folder: `%USERPROFILE%` on Windows (a `HOME` there may be a Unix-style path
+/// set by a shell such as Git Bash), `$HOME` elsewhere; empty (the current folder) when unset.
+pub fn user_home() -> PathBuf {
+    let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
+    std::env::var_os(var).map(PathBuf::from).unwrap_or_default()
+}
+
 impl Home {
     /// The settings under `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Home {
@@ -52,9 +59,7 @@ impl Home {
         if let Some(dir) = xcc_home.filter(|d| !d.is_empty()) {
             return Home::new(dir);
         }
-        let base =
-            std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from).unwrap_or_default();
-        Home::new(base.join(".xcc"))
+        Home::new(user_home().join(".xcc"))
     }
 
     /// The settings file's path.

@@ -110,9 +110,7 @@ fn home() -> PathBuf {
     if let Some(dir) = std::env::var_os(XCD_HOME).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    let base =
-        std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from).unwrap_or_default();
-    base.join(".xcc").join("xcd")
+    xcd_home::user_home().join(".xcc").join("xcd")
 }
 
 /// Keeps the devices `-devices` names, in the order discovered.
