@@ -19,8 +19,15 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
     match check(&state, peer, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(e) => {
-            // Counted and kept by the router's `observe`, from the answer.
-            tracing::info!(code = e.code(), path = %request.uri().path(), "refused");
+            // Counted and kept by the router's `observe`, from the answer. A version or layout
+            // refusal names both sides (and nothing secret), so the daemon's log says which.
+            let path = request.uri().path();
+            match &e {
+                ApiError::VersionMismatch { .. } | ApiError::LayoutMismatch { .. } => {
+                    tracing::info!(code = e.code(), path, %peer, "refused: {e}");
+                }
+                _ => tracing::info!(code = e.code(), path, "refused"),
+            }
             drain(request.into_body()).await;
             e.into_response()
         }
