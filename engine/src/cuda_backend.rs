@@ -27,7 +27,9 @@ pub(crate) fn discover() -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
     // SAFETY: only tries to open the driver library by its usual names.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        found.notes.push("cuda: no CUDA driver (libcuda not found)".into());
+        // The driver's library is nvcuda.dll on Windows, libcuda.so.1 elsewhere.
+        let library = if cfg!(windows) { "nvcuda.dll" } else { "libcuda" };
+        found.notes.push(format!("cuda: no CUDA driver ({library} not found)"));
         return found;
     }
     let count = match CudaContext::device_count() {

@@ -150,6 +150,15 @@ fn a_windows_build_runs_under_wine_with_its_settings_in_the_profile() {
     let text = std::fs::read_to_string(&settings[0]).expect("settings.toml");
     assert!(text.contains(&format!("localhost:{}", daemon.port)) && text.contains("tls.pin"), "{text}");
 
+    // The daemon as the tutorial starts it in PowerShell; Wine has no GPU to serve, so it must
+    // say so and stop (EX_UNAVAILABLE) rather than hang or crash.
+    let xcd = bins.join("xcd.exe");
+    let port = xcd_e2e::free_port().to_string();
+    let served = run(wine(&[xcd.as_os_str(), "-port".as_ref(), port.as_ref(), "-mdns".as_ref(), "false".as_ref()])
+        .env("XC_PAR_SECRET", SECRET));
+    assert!(!served.ok && served.stderr.contains("xcd: no device to serve"), "xcd.exe under Wine: {}", served.stderr);
+    assert!(served.stderr.contains("nvcuda.dll not found"), "names Windows' CUDA driver: {}", served.stderr);
+
     let xcrun = bins.join("xcrun.exe");
     let check = run(against(
         &mut wine(&[xcrun.as_os_str(), "check".as_ref(), format!("localhost:{}", daemon.port).as_ref()]),
