@@ -9,10 +9,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use xcd_e2e::Daemon;
-use xcd_runtime::{Args, Par, ParMode, Settings, WorkerChoice};
+use xcd_runtime::{Args, Par, WorkerChoice};
 
-use crate::{Options, SECRET, blocks, echo};
+use crate::{Options, blocks, echo};
 
 /// Accepts the echo server's self-signed certificate: the baseline measures the transport only.
 #[derive(Debug)]
@@ -111,17 +110,9 @@ pub(crate) fn best_run(par: &Par, x: &[u32], reps: usize) -> Result<Duration, St
 pub(crate) fn run(o: &Options) -> Result<String, String> {
     let (items, reps) = if o.quick { (1u32 << 20, 1) } else { (16u32 << 20, 3) };
     let bytes = u64::from(items) * 4;
-    let daemon = Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]).start();
+    let daemon = crate::daemon(o).start();
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let settings = |workers: Vec<WorkerChoice>| Settings {
-        workers,
-        mode: ParMode::Auto,
-        remote: vec![format!("127.0.0.1:{}", daemon.port)],
-        secret: Some(SECRET.to_owned()),
-        home: Some(home.path().display().to_string()),
-        report: std::env::var_os("XCD_BENCH_REPORT").is_some(),
-        ..Settings::default()
-    };
+    let settings = |workers: Vec<WorkerChoice>| crate::settings(workers, &[daemon.port], home.path());
     let x: Vec<u32> = (0..items).collect();
     let remote = Par::new(settings(vec![WorkerChoice::Remote])).map_err(|e| e.to_string())?;
     let through_xcd = best_run(&remote, &x, reps)?;

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use xcd_e2e::Daemon;
-use xcd_runtime::{Args, Par, ParMode, Settings, WorkerChoice};
+use xcd_runtime::{Args, Par, Settings, WorkerChoice};
 
-use crate::{Options, SECRET};
+use crate::Options;
 
 /// A size of the escape block.
 #[derive(Clone, Copy, Debug)]
@@ -113,15 +113,8 @@ fn warm(par: &Par, iters: u32) -> Result<(), String> {
 
 /// A program's settings with these workers and daemons, remembering under `home`.
 fn settings(workers: Vec<WorkerChoice>, daemons: &[&Daemon], home: &Path) -> Settings {
-    Settings {
-        workers,
-        mode: ParMode::Auto,
-        remote: daemons.iter().map(|d| format!("127.0.0.1:{}", d.port)).collect(),
-        secret: Some(SECRET.to_owned()),
-        home: Some(home.display().to_string()),
-        report: std::env::var_os("XCD_BENCH_REPORT").is_some(),
-        ..Settings::default()
-    }
+    let ports: Vec<u16> = daemons.iter().map(|d| d.port).collect();
+    crate::settings(workers, &ports, home)
 }
 
 fn par(settings: Settings) -> Result<Par, String> {
@@ -129,7 +122,7 @@ fn par(settings: Settings) -> Result<Par, String> {
 }
 
 fn daemon(o: &Options) -> Daemon {
-    Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]).start()
+    crate::daemon(o).start()
 }
 
 /// Remoting overhead: the block through a daemon against the same device in this process.
@@ -165,16 +158,8 @@ pub(crate) fn scaling(o: &Options) -> Result<String, String> {
     if count < 2 {
         return Ok("## Scaling\n\nSkipped: this machine has one core.\n".into());
     }
-    let daemons: Vec<Daemon> = (0..count)
-        .map(|i| {
-            Daemon::build(o.bin_dir.join("xcd"))
-                .secret(SECRET)
-                .args(&["-mdns", "false"])
-                .cpus(&i.to_string())
-                .env("LP_NUM_THREADS", "1")
-                .start()
-        })
-        .collect();
+    let daemons: Vec<Daemon> =
+        (0..count).map(|i| crate::daemon(o).cpus(&i.to_string()).env("LP_NUM_THREADS", "1").start()).collect();
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(size, o.quick);
     let remote = |which: &[&Daemon]| par(settings(vec![WorkerChoice::Remote], which, home.path()));

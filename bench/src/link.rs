@@ -13,12 +13,11 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use xcd_e2e::Daemon;
 use xcd_e2e::netns::{B_ADDR, NetPair};
 use xcd_e2e::relay::Relay;
-use xcd_runtime::{Par, ParMode, Settings, WorkerChoice};
+use xcd_runtime::{Par, WorkerChoice};
 
-use crate::{Options, SECRET, copy, echo};
+use crate::{Options, copy, echo};
 
 /// The links measured: tbf rate (none: the bare veth pair, escape's compute bound), its bits per
 /// second, and the delay each way.
@@ -53,8 +52,7 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
         if let Some(rate) = rate {
             net.shape(rate)?;
         }
-        let daemon =
-            Daemon::build(o.bin_dir.join("xcd")).netns(&net.b, B_ADDR).secret(SECRET).args(&["-mdns", "false"]).start();
+        let daemon = crate::daemon(o).netns(&net.b, B_ADDR).start();
         let mut server = NetPair::exec(&net.b, &exe)
             .arg("--inner-echo")
             .stdout(Stdio::piped())
@@ -121,15 +119,8 @@ pub(crate) fn inner_link(daemon: &str, echo_addr: &str, delay: &str, items: &str
     let to_daemon = Relay::start(parse(daemon)?, delay);
     let to_echo = Relay::start(parse(echo_addr)?, delay);
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let par = Par::new(Settings {
-        workers: vec![WorkerChoice::Remote],
-        mode: ParMode::Auto,
-        remote: vec![format!("127.0.0.1:{}", to_daemon.port)],
-        secret: Some(SECRET.to_owned()),
-        home: Some(home.path().display().to_string()),
-        ..Settings::default()
-    })
-    .map_err(|e| e.to_string())?;
+    let par = Par::new(crate::settings(vec![WorkerChoice::Remote], &[to_daemon.port], home.path()))
+        .map_err(|e| e.to_string())?;
     let x: Vec<u32> = (0..items).collect();
     let xcd = copy::best_run(&par, &x, 2)?;
     let data: Arc<Vec<u8>> = Arc::new(bytemuck::cast_slice(&x).to_vec());

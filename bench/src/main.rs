@@ -29,10 +29,32 @@ mod escape;
 mod link;
 mod rtt;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use xcd_e2e::{Daemon, DaemonBuilder};
+use xcd_runtime::{ParMode, Settings, WorkerChoice};
 
 /// The secret of the daemons the harness starts.
 pub(crate) const SECRET: &str = "bench-secret";
+
+/// A daemon of the `xcd` in `--bin-dir`, with the harness's secret and no multicast.
+pub(crate) fn daemon(o: &Options) -> DaemonBuilder {
+    Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"])
+}
+
+/// A program's settings: these workers, the daemons at these loopback ports, its settings under
+/// `home`; `XCD_BENCH_REPORT` prints its `par:` report.
+pub(crate) fn settings(workers: Vec<WorkerChoice>, ports: &[u16], home: &Path) -> Settings {
+    Settings {
+        workers,
+        mode: ParMode::Auto,
+        remote: ports.iter().map(|port| format!("127.0.0.1:{port}")).collect(),
+        secret: Some(SECRET.to_owned()),
+        home: Some(home.display().to_string()),
+        report: std::env::var_os("XCD_BENCH_REPORT").is_some(),
+        ..Settings::default()
+    }
+}
 
 /// What to measure and how hard.
 pub(crate) struct Options {

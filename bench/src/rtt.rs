@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use xcd_e2e::Daemon;
 use xcd_engine::{TileJob, TileOutput};
 use xcd_wire::{Tile, TileFrame};
 
@@ -88,7 +87,7 @@ fn in_process(n: usize) -> Result<(String, Vec<f64>), String> {
 pub(crate) fn run(o: &Options) -> Result<String, String> {
     let n = if o.quick { 300 } else { 5000 };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let daemon = Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]).start();
+    let daemon = crate::daemon(o).start();
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let block = blocks::copy();
     let id = block.desc.id();
