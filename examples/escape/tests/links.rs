@@ -144,19 +144,7 @@ fn a_daemon_that_stalled_is_taken_back_once_it_answers_again() {
     relay.resume();
     // Later runs skip the daemon until a check in the background finds it answering again;
     // then it runs tiles again.
-    let remote_items = |line: &str| -> u64 {
-        line.strip_prefix("par: remote worker")
-            .and_then(|rest| rest.split(": ").last())
-            .and_then(|figures| figures.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    loop {
-        let line = stderr.next_line(Duration::from_secs(90)).expect("escape goes on reporting");
-        if remote_items(&line) > 0 {
-            break;
-        }
-    }
+    stderr.until_remote_tiles(Duration::from_secs(90));
     let back_after = stalled_at.elapsed();
     let out = child.wait_with_output().expect("escape ends");
     let report = stderr.rest();
@@ -182,12 +170,7 @@ fn a_named_daemon_that_starts_after_the_program_is_taken_in() {
     while !stderr.next_line(Duration::from_secs(60)).expect("escape reports").contains("cannot connect to") {}
     let daemon = xcd().port(port).args(&["-mdns", "false"]).start();
     let started = Instant::now();
-    loop {
-        let line = stderr.next_line(Duration::from_secs(90)).expect("escape goes on reporting");
-        if line.starts_with("par: remote worker") && !line.contains(": 0 items") {
-            break;
-        }
-    }
+    stderr.until_remote_tiles(Duration::from_secs(90));
     let taken_after = started.elapsed();
     let out = child.wait_with_output().expect("escape ends");
     let report = stderr.rest();
@@ -224,6 +207,21 @@ impl Report {
         self.text.push_str(&line);
         self.text.push('\n');
         Some(line)
+    }
+
+    /// Reads on until a remote worker's line says it ran items, each line within `within`.
+    fn until_remote_tiles(&mut self, within: Duration) {
+        loop {
+            let line = self.next_line(within).expect("escape goes on reporting");
+            let items = line
+                .strip_prefix("par: remote worker")
+                .and_then(|rest| rest.split(": ").last())
+                .and_then(|figures| figures.split(' ').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            if items.is_some_and(|n| n > 0) {
+                return;
+            }
+        }
     }
 
     /// The whole report, once the program has ended.
