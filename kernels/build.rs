@@ -1,4 +1,5 @@
-//! Makes the SPIR-V and MSL forms of every kernel in `wgsl/` with xcd-forms, into OUT_DIR.
+//! Makes the SPIR-V, MSL and PTX forms of every kernel in `wgsl/` with xcd-forms, into OUT_DIR.
+//! A kernel outside the exact subset or the ABI fails the build with its line and why.
 
 use std::path::PathBuf;
 
@@ -12,5 +13,6 @@ fn main() {
         let spirv: Vec<u8> = forms.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(format!("{name}.spv")), spirv).expect("write SPIR-V");
         std::fs::write(out.join(format!("{name}.msl")), forms.msl).expect("write MSL");
+        std::fs::write(out.join(format!("{name}.ptx")), forms.ptx).expect("write PTX");
     }
 }

@@ -43,10 +43,11 @@ pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Bindi
 }
 
 /// Checks `words` as [`check_spirv`] does and returns the SPIR-V to give a driver: the same
-/// kernel written again by naga, bounds-checked and exact (see the module's doc).
+/// kernel checked against the exact subset and written again by naga, bounds-checked and exact
+/// (see the module's doc).
 pub fn admit_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Binding]) -> Result<Vec<u32>, FormsError> {
-    let (module, info) = parse_checked(words, entry, workgroup, bindings)?;
-    crate::write_spirv(&module, &info, entry)
+    let (module, _) = parse_checked(words, entry, workgroup, bindings)?;
+    crate::Kernel::prepare(module, None, entry)?.spirv()
 }
 
 fn parse_checked(

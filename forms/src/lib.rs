@@ -1,21 +1,34 @@
 //! Makes every kernel form of a block from its WGSL source, so that each gives the same bits.
 //!
-//! Owns the translation WGSL → SPIR-V and WGSL → MSL (with naga) and the pass that makes float
-//! arithmetic exact in SPIR-V ([`no_contraction`]). It runs at build time (from a `build.rs`) and
-//! must not touch devices, the network or the runtime: it only turns text into forms.
+//! WGSL is the one source of a block (DESIGN.md section 4). A [`Kernel`] is a WGSL (or SPIR-V)
+//! module that naga has parsed and validated, that follows the kernel ABI ([`abi`]), that stays
+//! within the exact subset ([`subset`]), and that the exactness pass (`exact`) has rewritten so
+//! no writer is left a choice. From it come SPIR-V (naga, every float operation decorated
+//! `NoContraction`, [`no_contraction`]), MSL (naga, bounds-checked), and PTX ([`ptx`], our own
+//! writer). It runs at build time (from a `build.rs`) and in the daemon when a block is
+//! registered; it must not touch devices, the network or the runtime: it only turns text into
+//! forms and says why it cannot.
 //!
-//! Why the pass exists: WGSL lets an implementation reassociate and fuse float operations, and
-//! Mesa's llvmpipe does (it turns `x*x - y*y + cx` into `(x*x + cx) - y*y`), so a naive SPIR-V
-//! form gives different answers from the CPU. Decorating the result of every float arithmetic
-//! instruction `NoContraction` forbids that; the daemon loads such SPIR-V by passthrough, so no
-//! later translation strips the decorations.
+//! Why the exactness work exists: WGSL lets an implementation reassociate and fuse float
+//! operations, and Mesa's llvmpipe does (it turns `x*x - y*y + cx` into `(x*x + cx) - y*y`);
+//! it also leaves NaNs, float `min`/`max` of NaN, the precision of `exp` and friends, and
+//! shifts by 32 or more to the implementation. A form that kept any of that freedom would give
+//! a device-dependent answer, and a tile may run on any device.
 #![forbid(unsafe_code)]
 
+pub mod abi;
 mod check;
+mod exact;
+mod guard;
+pub mod ptx;
 mod spirv;
+pub mod subset;
 
+pub use abi::{ArrayBinding, Interface};
 pub use check::{Binding, admit_spirv, bindings, check_spirv};
+pub use exact::CANONICAL_NAN;
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, no_contraction};
+pub use subset::Location;
 
 use naga::back::{msl, spv};
 use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
@@ -28,9 +41,11 @@ pub struct MadeForms {
     pub spirv: Vec<u32>,
     /// Metal Shading Language 2.4 source, to be compiled with fast math off.
     pub msl: String,
+    /// PTX for sm_60 and later, written by [`ptx::write`].
+    pub ptx: String,
 }
 
-/// Why a WGSL kernel could not be turned into forms.
+/// Why a kernel could not be turned into forms.
 #[derive(Debug, thiserror::Error)]
 pub enum FormsError {
     /// The WGSL does not parse.
@@ -42,6 +57,27 @@ pub enum FormsError {
     /// The entry point is missing.
     #[error("the WGSL has no compute entry point named {0}")]
     NoEntry(String),
+    /// A construct outside the exact subset.
+    #[error("{}{construct} is not in the exact subset: {why} (docs/kernels.md lists what is)", at.map(|a| format!("{a}: ")).unwrap_or_default())]
+    Unsupported {
+        /// Where it is, when the source is text.
+        at: Option<Location>,
+        /// What it is, as the kernel writes it.
+        construct: String,
+        /// Why it is out, and what to write instead.
+        why: String,
+    },
+    /// The kernel breaks the ABI of docs/kernels.md.
+    #[error("{}the kernel breaks the ABI: {what}", at.map(|a| format!("{a}: ")).unwrap_or_default())]
+    Abi {
+        /// Where, when known.
+        at: Option<Location>,
+        /// How.
+        what: String,
+    },
+    /// The kernel's bindings differ from the block description's.
+    #[error("the kernel does not match the block description: {0}")]
+    Mismatch(String),
     /// naga failed to write SPIR-V.
     #[error("writing SPIR-V failed: {0}")]
     Spirv(String),
@@ -51,6 +87,9 @@ pub enum FormsError {
     /// naga itself failed (panicked) on this input: a bug in naga, reported as a refusal.
     #[error("{0} failed inside naga (a bug there, not in the kernel): change the kernel, and report the kernel to xcd")]
     Reader(&'static str),
+    /// A step of xcd-forms met something it should not have: a bug here, not in the kernel.
+    #[error("{0} (a bug in xcd-forms: please report the kernel)")]
+    Internal(String),
 }
 
 /// Runs a naga step on input from the network, turning a panic inside naga into a refusal: the
@@ -69,31 +108,121 @@ fn bounds_checks() -> BoundsCheckPolicies {
     }
 }
 
-/// Parses and validates `wgsl`, then writes its SPIR-V and MSL forms for entry point `entry`.
-pub fn make_forms(wgsl: &str, entry: &str) -> Result<MadeForms, FormsError> {
-    let module = unpanicked("reading the WGSL", || {
-        naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
-    })??;
-    let info = unpanicked("validating the WGSL", || {
-        Validator::new(ValidationFlags::all(), Capabilities::default())
-            .validate(&module)
-            .map_err(|e| FormsError::Invalid(e.emit_to_string(wgsl)))
-    })??;
-    if !module.entry_points.iter().any(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute) {
-        return Err(FormsError::NoEntry(entry.to_owned()));
+fn validate(module: &naga::Module, source: Option<&str>) -> Result<naga::valid::ModuleInfo, FormsError> {
+    unpanicked("validating the kernel", || {
+        Validator::new(ValidationFlags::all(), Capabilities::default()).validate(module).map_err(|e| match source {
+            Some(text) => FormsError::Invalid(e.emit_to_string(text)),
+            None => FormsError::Invalid(e.into_inner().to_string()),
+        })
+    })?
+}
+
+/// A kernel checked against the ABI and the exact subset, and made exact: every form written
+/// from it gives the same bits.
+#[derive(Debug)]
+pub struct Kernel {
+    module: naga::Module,
+    info: naga::valid::ModuleInfo,
+    entry: String,
+    interface: Interface,
+}
+
+impl Kernel {
+    /// Reads a kernel from WGSL source.
+    pub fn from_wgsl(wgsl: &str, entry: &str) -> Result<Kernel, FormsError> {
+        let module = unpanicked("reading the WGSL", || {
+            naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
+        })??;
+        Kernel::prepare(module, Some(wgsl), entry)
     }
 
-    let spirv = write_spirv(&module, &info, entry)?;
+    /// Reads a kernel from SPIR-V words (a program's form, when it carries no WGSL).
+    pub fn from_spirv(words: &[u32], entry: &str) -> Result<Kernel, FormsError> {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let options = naga::front::spv::Options { strict_capabilities: true, ..naga::front::spv::Options::default() };
+        let module = unpanicked("reading the SPIR-V", || {
+            naga::front::spv::parse_u8_slice(&bytes, &options).map_err(|e| FormsError::Invalid(e.to_string()))
+        })??;
+        Kernel::prepare(module, None, entry)
+    }
 
-    let msl_options =
-        msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
-    let msl_pipeline = msl::PipelineOptions {
-        entry_point: Some((naga::ShaderStage::Compute, entry.to_owned())),
-        ..msl::PipelineOptions::default()
-    };
-    let (msl, _) = unpanicked("writing MSL", || msl::write_string(&module, &info, &msl_options, &msl_pipeline))?
-        .map_err(|e| FormsError::Msl(e.to_string()))?;
-    Ok(MadeForms { spirv, msl })
+    /// Reads the kernel a block carries (its WGSL, or else its SPIR-V) and checks it against
+    /// the block's description.
+    pub fn for_block(desc: &xcd_wire::BlockDesc) -> Result<Kernel, FormsError> {
+        let kernel = match (&desc.forms.wgsl, &desc.forms.spirv) {
+            (Some(wgsl), _) => Kernel::from_wgsl(wgsl, &desc.entry)?,
+            (None, Some(words)) => Kernel::from_spirv(words, &desc.entry)?,
+            (None, None) => {
+                return Err(FormsError::Mismatch(format!(
+                    "block {} carries neither WGSL nor SPIR-V to make forms from",
+                    desc.name
+                )));
+            }
+        };
+        kernel.interface.check_against(desc)?;
+        Ok(kernel)
+    }
+
+    fn prepare(mut module: naga::Module, source: Option<&str>, entry: &str) -> Result<Kernel, FormsError> {
+        let info = validate(&module, source)?;
+        let interface = abi::interface(&module, entry, source)?;
+        subset::check(&module, &info, source)?;
+        unpanicked("rewriting the kernel", || exact::exact(&mut module, &info))??;
+        let info = validate(&module, None)
+            .map_err(|e| FormsError::Internal(format!("the exact kernel does not validate: {e}")))?;
+        Ok(Kernel { module, info, entry: entry.to_owned(), interface })
+    }
+
+    /// What the kernel binds.
+    pub fn interface(&self) -> &Interface {
+        &self.interface
+    }
+
+    /// The SPIR-V form: bounds-checked, every float operation `NoContraction`.
+    pub fn spirv(&self) -> Result<Vec<u32>, FormsError> {
+        write_spirv(&self.module, &self.info, &self.entry)
+    }
+
+    /// The SPIR-V form for a software Vulkan device, which ends long loops in silence: as
+    /// [`spirv`](Self::spirv), plus a word at [`cut_binding`](Self::cut_binding) that an item
+    /// sets to 1 when one of its loops ended without taking any of its exits (`guard`).
+    pub fn spirv_guarded(&self) -> Result<Vec<u32>, FormsError> {
+        let mut module = self.module.clone();
+        guard::guard_loops(&mut module, self.cut_binding());
+        let info = validate(&module, None)
+            .map_err(|e| FormsError::Internal(format!("the guarded kernel does not validate: {e}")))?;
+        write_spirv(&module, &info, &self.entry)
+    }
+
+    /// The binding of the loop-cut word in [`spirv_guarded`](Self::spirv_guarded): the one
+    /// after the block's arrays.
+    pub fn cut_binding(&self) -> u32 {
+        self.interface.arrays.len() as u32 + 1
+    }
+
+    /// The MSL form: bounds-checked, to be compiled with fast math off.
+    pub fn msl(&self) -> Result<String, FormsError> {
+        let options =
+            msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
+        let pipeline = msl::PipelineOptions {
+            entry_point: Some((naga::ShaderStage::Compute, self.entry.clone())),
+            ..msl::PipelineOptions::default()
+        };
+        let (text, _) = unpanicked("writing MSL", || msl::write_string(&self.module, &self.info, &options, &pipeline))?
+            .map_err(|e| FormsError::Msl(e.to_string()))?;
+        Ok(text)
+    }
+
+    /// The PTX form, for sm_60 and later.
+    pub fn ptx(&self) -> Result<String, FormsError> {
+        unpanicked("writing PTX", || ptx::write(&self.module, &self.entry))?
+    }
+}
+
+/// Parses and checks `wgsl`, then writes its SPIR-V, MSL and PTX forms for entry point `entry`.
+pub fn make_forms(wgsl: &str, entry: &str) -> Result<MadeForms, FormsError> {
+    let kernel = Kernel::from_wgsl(wgsl, entry)?;
+    Ok(MadeForms { spirv: kernel.spirv()?, msl: kernel.msl()?, ptx: kernel.ptx()? })
 }
 
 /// Writes a validated module's SPIR-V for `entry`: bounds-checked, every float operation exact.

@@ -2,10 +2,9 @@
 //! (per-item input and input-output arrays, a float parameter) and `poly` (a whole array shared
 //! by every tile).
 //!
-//! Each block's WGSL in `wgsl/` is the source: SPIR-V and MSL are made from it at build time
-//! (`build.rs`, with xcd-forms); its CUDA C twin in `cuda/` is turned into the PTX in `ptx/` by
-//! `cuda/make-ptx.sh` and committed; its CPU form is the plain Rust below. This crate owns the
-//! kernels only; it must not run anything.
+//! Each block's WGSL in `wgsl/` is the one source: SPIR-V, MSL and PTX are made from it at
+//! build time (`build.rs`, with xcd-forms); its CPU form is the plain Rust below, written to the
+//! same arithmetic. This crate owns the kernels only; it must not run anything.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
@@ -19,7 +18,7 @@ macro_rules! forms {
             wgsl: Some(include_str!(concat!("../wgsl/", $name, ".wgsl")).to_owned()),
             spirv: Some(words(include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".spv")))),
             msl: Some(include_str!(concat!(env!("OUT_DIR"), "/", $name, ".msl")).to_owned()),
-            ptx: Some(include_str!(concat!("../ptx/", $name, ".ptx")).to_owned()),
+            ptx: Some(include_str!(concat!(env!("OUT_DIR"), "/", $name, ".ptx")).to_owned()),
         }
     };
 }
