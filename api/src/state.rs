@@ -150,6 +150,8 @@ pub struct Config {
     pub host: Option<String>,
     /// Proxies whose `X-Forwarded-For` names the client (`-trust-proxy`).
     pub trusted_proxies: crate::proxy::TrustedProxies,
+    /// Where each device's form of a block comes from (`-trust-forms` trusts carried ones).
+    pub forms: xcd_engine::FormPolicy,
 }
 
 /// Whole arrays by content hash, least recently used first out.

@@ -2,9 +2,10 @@
 //!
 //! The driver library is opened when discovery runs, never at link time, so the engine builds
 //! and runs where no CUDA is installed and reports "no CUDA driver" instead of failing. Kernels
-//! come from the block's PTX form, which the driver compiles for its GPU. Arguments follow the
-//! ABI of `docs/kernels.md`: the tile header and parameters as 32-bit words by value, then one
-//! pointer per array in binding order, each whole array followed by its length in elements.
+//! are PTX that xcd-forms writes from the block's WGSL (or, with `-trust-forms`, the block's own
+//! PTX), which the driver compiles for its GPU. Arguments follow the ABI of `docs/kernels.md`
+//! ([`ptx_args`]): the tile header and parameters as 32-bit words by value, then for each array
+//! in binding order its pointer and its length in elements.
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
@@ -13,17 +14,66 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
-use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind};
+use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo};
 
+use crate::forms::{FormPolicy, Source};
 use crate::{Backend, EngineError, Found, TileJob, TileOutput};
 
 /// Threads per CUDA block; any size works, the kernels index with blockDim.
-const THREADS: u32 = 256;
+pub const THREADS: u32 = 256;
+
+/// One argument of a PTX kernel's launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtxArg {
+    /// A 32-bit word by value: a header word or a parameter.
+    Word(u32),
+    /// Array `index`'s device pointer, then its length in elements as a word.
+    Array {
+        /// The array's position in the block's binding order.
+        index: usize,
+        /// Its length in elements: the tile's item count, or a whole array's own.
+        len: u32,
+    },
+}
+
+/// The arguments of one tile's launch, in order (docs/kernels.md): the tile header with
+/// `first` 0, the parameters, then each array's pointer and length.
+pub fn ptx_args(desc: &BlockDesc, job: &TileJob) -> Vec<PtxArg> {
+    let mut args: Vec<PtxArg> =
+        job.tile.header(0).into_iter().chain(job.params.iter().copied()).map(PtxArg::Word).collect();
+    let mut wholes = job.whole.iter();
+    for (index, array) in desc.arrays.iter().enumerate() {
+        let len = match array.role {
+            ArrayRole::PerItem(_) => job.tile.count,
+            ArrayRole::Whole => wholes.next().map_or(0, |w| (w.data.len() / array.elem_size as usize) as u32),
+        };
+        args.push(PtxArg::Array { index, len });
+    }
+    args
+}
+
+/// The PTX a CUDA device loads for a block under `policy`: written by xcd-forms from the
+/// block's WGSL (or SPIR-V), or the block's own PTX when trusted.
+pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<String, EngineError> {
+    let ptx = match crate::forms::source(device, BackendKind::Cuda, desc, policy)? {
+        Source::Made(kernel) => kernel.ptx().map_err(|e| crate::forms::write_failed(device, desc, e))?,
+        Source::Carried => desc.forms.ptx.clone().unwrap_or_default(),
+    };
+    // cudarc panics on a NUL inside the text or the entry name; a carried form may hold one.
+    if ptx.contains('\0') || desc.entry.contains('\0') {
+        return Err(EngineError::Load {
+            device: device.to_owned(),
+            block: desc.name.clone(),
+            reason: "its PTX or entry name contains a NUL byte".into(),
+        });
+    }
+    Ok(ptx)
+}
 /// Whole arrays kept on a device before the oldest are dropped.
 const WHOLE_ARRAYS_KEPT: usize = 64;
 
 /// Finds CUDA devices, or says why there are none.
-pub(crate) fn discover() -> Found {
+pub(crate) fn discover(policy: FormPolicy) -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
     // SAFETY: only tries to open the driver library by its usual names.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -40,7 +90,7 @@ pub(crate) fn discover() -> Found {
         }
     };
     for ordinal in 0..count.max(0) as usize {
-        match CudaDevice::open(ordinal) {
+        match CudaDevice::open(ordinal, policy) {
             Ok(device) => found.devices.push(Box::new(device)),
             Err(e) => found.notes.push(format!("cuda: device {ordinal} cannot be opened ({e})")),
         }
@@ -57,6 +107,8 @@ pub struct CudaDevice {
     /// Whole arrays by content hash, with the order they were last used in.
     whole: HashMap<[u8; 32], (CudaSlice<u8>, u64)>,
     uses: u64,
+    /// Where kernels come from.
+    policy: FormPolicy,
 }
 
 struct Kernel {
@@ -67,7 +119,7 @@ struct Kernel {
 }
 
 impl CudaDevice {
-    fn open(ordinal: usize) -> Result<Self, DriverError> {
+    fn open(ordinal: usize, policy: FormPolicy) -> Result<Self, DriverError> {
         let ctx = CudaContext::new(ordinal)?;
         let name = ctx.name()?;
         let total = ctx.total_mem()? as u64;
@@ -83,7 +135,7 @@ impl CudaDevice {
             max_buffer_bytes: total,
             lost: None,
         };
-        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: HashMap::new(), uses: 0 })
+        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: HashMap::new(), uses: 0, policy })
     }
 
     fn error(&self, block: &str, e: DriverError) -> EngineError {
@@ -128,7 +180,7 @@ impl Backend for CudaDevice {
         if reset != CUresult::CUDA_SUCCESS {
             return Err(format!("the primary context could not be reset ({reset:?})"));
         }
-        let fresh = CudaDevice::open(ordinal).map_err(|e| e.to_string())?;
+        let fresh = CudaDevice::open(ordinal, self.policy).map_err(|e| e.to_string())?;
         let old = std::mem::replace(self, fresh);
         std::mem::forget(old);
         Ok(())
@@ -139,13 +191,7 @@ impl Backend for CudaDevice {
     }
 
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
-        let Some(ptx) = desc.forms.ptx.clone() else {
-            return Err(EngineError::NoForm {
-                device: self.info.id.clone(),
-                block: desc.name.clone(),
-                wanted: FormKind::Ptx,
-            });
-        };
+        let ptx = ptx_form(&self.info.id, desc, self.policy)?;
         let fail = |e: DriverError| EngineError::Load {
             device: self.info.id.clone(),
             block: desc.name.clone(),
@@ -190,34 +236,31 @@ impl Backend for CudaDevice {
                 stream.memcpy_htod(&data[..], &mut buffer.slice_mut(0..data.len())).map_err(err)?;
             }
         }
-        let words: Vec<u32> = job.tile.header(0).into_iter().chain(job.params.iter().copied()).collect();
-        let whole_lens: Vec<u32> = desc
-            .whole_arrays()
-            .zip(&job.whole)
-            .map(|(i, w)| (w.data.len() / desc.arrays[i].elem_size as usize) as u32)
-            .collect();
+        let args = ptx_args(desc, job);
+        let words: Vec<u32> = args.iter().map(|a| if let PtxArg::Word(w) = a { *w } else { 0 }).collect();
+        let lens: Vec<u32> = args.iter().map(|a| if let PtxArg::Array { len, .. } = a { *len } else { 0 }).collect();
         {
             let mut launch = stream.launch_builder(&kernel.function);
-            for word in &words {
-                launch.arg(word);
-            }
-            let mut wholes = job.whole.iter().zip(&whole_lens);
-            for buffer in &kernel.per_item {
-                match buffer {
-                    Some(buffer) => {
-                        launch.arg(buffer);
+            let mut wholes = job.whole.iter();
+            for (k, arg) in args.iter().enumerate() {
+                match *arg {
+                    PtxArg::Word(_) => {
+                        launch.arg(&words[k]);
                     }
-                    None => {
-                        let Some((array, len)) = wholes.next() else {
-                            return Err(EngineError::BadJob(
-                                "the tile carries fewer whole arrays than the block binds".into(),
-                            ));
-                        };
-                        let Some((buffer, _)) = self.whole.get(&array.hash) else {
-                            return Err(EngineError::BadJob("a whole array was not uploaded".into()));
-                        };
-                        launch.arg(buffer);
-                        launch.arg(len);
+                    PtxArg::Array { index, .. } => {
+                        match kernel.per_item.get(index).and_then(Option::as_ref) {
+                            Some(buffer) => {
+                                launch.arg(buffer);
+                            }
+                            None => {
+                                let buffer = wholes.next().and_then(|w| self.whole.get(&w.hash)).map(|(b, _)| b);
+                                let Some(buffer) = buffer else {
+                                    return Err(EngineError::BadJob("a whole array was not uploaded".into()));
+                                };
+                                launch.arg(buffer);
+                            }
+                        }
+                        launch.arg(&lens[k]);
                     }
                 }
             }
@@ -227,8 +270,9 @@ impl Backend for CudaDevice {
                 shared_mem_bytes: 0,
             };
             // SAFETY: the arguments follow the ABI the PTX forms are written to (header words,
-            // parameters, then array pointers with whole-array lengths), every per-item buffer
-            // holds at least `count` elements, and the kernel guards `i < count`.
+            // parameters, then each array's pointer and length), every per-item buffer holds at
+            // least `count` elements, and the forms xcd-forms writes check every access against
+            // those lengths.
             unsafe { launch.launch(config) }.map_err(err)?;
         }
         // Wait for the kernels with the deadline before any copy back, which would wait forever.

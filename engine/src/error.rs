@@ -69,6 +69,17 @@ pub enum EngineError {
         /// The deadline, in seconds.
         seconds: u64,
     },
+    /// A software Vulkan device ended a loop of the kernel early (its guard against kernels that
+    /// never end): the tile's results would be wrong, so the tile must run elsewhere.
+    #[error(
+        "{device} cut a loop of block {block} short (the software Vulkan device ends loops after about 65,535 iterations per 8 items), so this tile must run on another device"
+    )]
+    LoopCut {
+        /// Device id.
+        device: String,
+        /// Block name.
+        block: String,
+    },
     /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
     #[error("{device} is out of service: {reason}")]
     DeviceLost {

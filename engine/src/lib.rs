@@ -8,21 +8,22 @@
 //! Layout:
 //! - [`job`]: a tile's inputs ([`TileJob`]) and results ([`TileOutput`]), checked against a block;
 //! - [`owner`]: the owner thread, the [`Backend`] trait and [`DeviceHandle`];
+//! - [`forms`]: which form a device loads ([`FormPolicy`]: made from WGSL by default);
 //! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms;
 //! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
 //! - [`error`]: [`EngineError`], small and actionable.
 
 pub mod cuda_backend;
 pub mod error;
+pub mod forms;
 pub mod job;
 pub mod owner;
 pub mod wgpu_backend;
 
 pub use error::EngineError;
+pub use forms::{FormPolicy, form_for, forms_taken, native_form};
 pub use job::{TileJob, TileOutput, WholeArray};
 pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
-
-use xcd_wire::BackendKind;
 
 /// Every device this machine can serve, and why others are absent.
 #[derive(Debug, Default)]
@@ -33,22 +34,37 @@ pub struct Inventory {
     pub notes: Vec<String>,
 }
 
-/// Finds every device ([`discover_with`]) with the default tile deadline.
-pub fn discover() -> Inventory {
-    discover_with(owner::DEFAULT_TILE_DEADLINE)
+/// How devices are opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// How long one tile may run before its device is taken out of service (see [`owner`]).
+    pub tile_deadline: std::time::Duration,
+    /// Where each device's form of a block comes from.
+    pub forms: FormPolicy,
 }
 
-/// Finds every device: CUDA devices, then wgpu adapters. Each tile may run for `tile_deadline`
-/// before its device is taken out of service (see [`owner`]).
+impl Default for Options {
+    fn default() -> Self {
+        Options { tile_deadline: owner::DEFAULT_TILE_DEADLINE, forms: FormPolicy::Remake }
+    }
+}
+
+/// Finds every device ([`discover_with`]) with the default options.
+pub fn discover() -> Inventory {
+    discover_with(Options::default())
+}
+
+/// Finds every device: CUDA devices, then wgpu adapters.
 ///
 /// An NVIDIA adapter that CUDA already serves is not served again through Vulkan, and a device
 /// that computes on the CPU (llvmpipe) is served only when there is no real GPU.
-pub fn discover_with(tile_deadline: std::time::Duration) -> Inventory {
+pub fn discover_with(options: Options) -> Inventory {
+    let tile_deadline = options.tile_deadline;
     let mut inventory = Inventory::default();
-    let cuda = cuda_backend::discover();
+    let cuda = cuda_backend::discover(options.forms);
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
-    let gpus = wgpu_backend::discover(have_cuda);
+    let gpus = wgpu_backend::discover(have_cuda, options.forms);
     inventory.notes.extend(gpus.notes);
 
     let mut backends: Vec<Box<dyn Backend>> = cuda.devices;
@@ -68,21 +84,4 @@ pub fn discover_with(tile_deadline: std::time::Duration) -> Inventory {
 pub(crate) struct Found {
     pub(crate) devices: Vec<Box<dyn Backend>>,
     pub(crate) notes: Vec<String>,
-}
-
-/// The forms a device of this backend takes, best first.
-pub fn forms_taken(backend: BackendKind) -> &'static [xcd_wire::FormKind] {
-    use xcd_wire::FormKind;
-    match backend {
-        BackendKind::Cuda => &[FormKind::Ptx],
-        BackendKind::Vulkan => &[FormKind::Spirv, FormKind::Wgsl],
-        BackendKind::Metal => &[FormKind::Msl, FormKind::Wgsl],
-        BackendKind::Dx12 => &[FormKind::Wgsl],
-    }
-}
-
-/// The form a device of this backend would load from these forms, if any.
-pub fn form_for(backend: BackendKind, forms: &xcd_wire::Forms) -> Option<xcd_wire::FormKind> {
-    let kinds = forms.kinds();
-    forms_taken(backend).iter().copied().find(|k| kinds.contains(k))
 }

@@ -2,10 +2,15 @@
 //!
 //! Kernels are loaded by passthrough where the adapter allows it (SPIR-V on Vulkan, MSL on
 //! Metal), so the `NoContraction` decorations that make results exact reach the driver. The
-//! SPIR-V given to the driver is always written by xcd-forms: from the block's WGSL when it
-//! carries only that, and otherwise from its SPIR-V form after naga has parsed, validated and
-//! checked it against the block, with every buffer access bounds-checked. Plain WGSL through
+//! form given to the driver is written by xcd-forms from the block's WGSL (or from its SPIR-V,
+//! parsed, checked and written again), with every buffer access bounds-checked; only under
+//! `-trust-forms` does a carried SPIR-V or MSL form reach the driver as sent. Plain WGSL through
 //! wgpu's own translation is the last resort, for backends without passthrough (DX12).
+//!
+//! On a device that computes on the CPU (llvmpipe), the SPIR-V also carries the loop-cut
+//! detector (xcd-forms' `spirv_guarded`): one more storage word, bound after the block's
+//! arrays, zeroed before each tile and read back after it. A tile whose kernel had a loop cut
+//! short fails with [`EngineError::LoopCut`], so it runs on another worker.
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
 //! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
@@ -18,6 +23,7 @@ use std::time::Duration;
 
 use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
 
+use crate::forms::{FormPolicy, Source};
 use crate::{Backend, EngineError, Found, TileJob, TileOutput};
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
@@ -26,7 +32,7 @@ const SLOT_BYTES: u64 = 256;
 const WHOLE_ARRAYS_KEPT: usize = 64;
 
 /// Finds wgpu adapters. With `skip_nvidia`, NVIDIA adapters are left to the CUDA backend.
-pub(crate) fn discover(skip_nvidia: bool) -> Found {
+pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy) -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::PRIMARY,
@@ -44,7 +50,7 @@ pub(crate) fn discover(skip_nvidia: bool) -> Found {
             found.notes.push(format!("{id}: not served, CUDA serves this GPU"));
             continue;
         }
-        match WgpuDevice::open(adapter, backend) {
+        match WgpuDevice::open(adapter, backend, policy) {
             Ok(device) => found.devices.push(Box::new(device)),
             Err(e) => found.notes.push(format!("{id}: cannot open: {e}")),
         }
@@ -79,6 +85,8 @@ pub struct WgpuDevice {
     whole: HashMap<[u8; 32], (wgpu::Buffer, u64)>,
     /// A counter that orders uses of whole arrays.
     uses: u64,
+    /// Where kernels come from.
+    policy: FormPolicy,
 }
 
 /// A loaded block on one device.
@@ -93,10 +101,12 @@ struct Kernel {
     readback: wgpu::Buffer,
     /// Items the per-item buffers hold.
     capacity: u32,
+    /// The loop-cut word, on a device that ends long loops (see the module's doc).
+    cut: Option<wgpu::Buffer>,
 }
 
 impl WgpuDevice {
-    fn open(adapter: wgpu::Adapter, backend: BackendKind) -> Result<Self, String> {
+    fn open(adapter: wgpu::Adapter, backend: BackendKind, policy: FormPolicy) -> Result<Self, String> {
         let info = adapter.get_info();
         let features = adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         let limits = adapter.limits();
@@ -123,48 +133,27 @@ impl WgpuDevice {
             kernels: HashMap::new(),
             whole: HashMap::new(),
             uses: 0,
+            policy,
         })
     }
 
-    fn module(&self, desc: &BlockDesc) -> Result<wgpu::ShaderModule, EngineError> {
-        let form = crate::form_for(self.info.backend, &desc.forms).ok_or_else(|| EngineError::NoForm {
-            device: self.info.id.clone(),
-            block: desc.name.clone(),
-            wanted: crate::forms_taken(self.info.backend)[0],
-        })?;
-        // A block that carries only WGSL still gets exact arithmetic on Vulkan: the engine makes
-        // its SPIR-V with the same NoContraction pass as the build-time forms, and passes it through.
-        let made;
-        let spirv = match (form, self.info.backend) {
-            (FormKind::Wgsl, BackendKind::Vulkan) if self.passthrough => {
-                let wgsl = desc.forms.wgsl.as_deref().unwrap_or_default();
-                made = xcd_forms::make_forms(wgsl, &desc.entry).map_err(|e| EngineError::Load {
-                    device: self.info.id.clone(),
-                    block: desc.name.clone(),
-                    reason: e.to_string(),
-                })?;
-                Some(made.spirv.as_slice())
-            }
-            (FormKind::Spirv, _) => desc.forms.spirv.as_deref(),
-            _ => None,
-        };
+    /// The shader module for a block, and whether it carries the loop-cut word.
+    fn module(&self, desc: &BlockDesc) -> Result<(wgpu::ShaderModule, bool), EngineError> {
+        let device = &self.info.id;
+        let source = crate::forms::source(device, self.info.backend, desc, self.policy)?;
+        let failed = |e| crate::forms::write_failed(device, desc, e);
         // A driver may crash on SPIR-V that is malformed or does not match the pipeline layout,
-        // and a program's own SPIR-V need not bounds-check its buffers: the driver gets the
-        // kernel as xcd-forms writes it again after checking it, never the program's words.
-        let admitted = match spirv {
-            Some(words) => {
-                Some(xcd_forms::admit_spirv(words, &desc.entry, WORKGROUP_SIZE, &xcd_forms::bindings(desc)).map_err(
-                    |e| EngineError::Load {
-                        device: self.info.id.clone(),
-                        block: desc.name.clone(),
-                        reason: format!("its SPIR-V form does not fit the block: {e}"),
-                    },
-                )?)
-            }
-            None => None,
+        // and a program's own SPIR-V need not bounds-check its buffers: unless the operator
+        // trusts carried forms, the driver gets what xcd-forms writes, never the program's words.
+        let guarded = self.info.cpu && matches!(source, Source::Made(_)) && self.info.backend == BackendKind::Vulkan;
+        let (spirv, msl) = match (&source, self.info.backend) {
+            (Source::Carried, BackendKind::Vulkan) => (desc.forms.spirv.clone(), None),
+            (Source::Carried, BackendKind::Metal) => (None, desc.forms.msl.clone()),
+            (Source::Made(k), BackendKind::Vulkan) if guarded => (Some(k.spirv_guarded().map_err(failed)?), None),
+            (Source::Made(k), BackendKind::Vulkan) => (Some(k.spirv().map_err(failed)?), None),
+            (Source::Made(k), BackendKind::Metal) => (None, Some(k.msl().map_err(failed)?)),
+            _ => (None, None),
         };
-        let spirv = admitted.as_deref();
-        let msl = if form == FormKind::Msl { desc.forms.msl.as_deref() } else { None };
         if self.passthrough && (spirv.is_some() || msl.is_some()) {
             let entry = wgpu::wgt::PassthroughShaderEntryPoint {
                 name: Cow::Borrowed(desc.entry.as_str()),
@@ -173,23 +162,27 @@ impl WgpuDevice {
             let source = wgpu::ShaderModuleDescriptorPassthrough {
                 label: Some(&desc.name),
                 entry_points: Cow::Owned(vec![entry]),
-                spirv: spirv.map(Cow::Borrowed),
-                msl: msl.map(Cow::Borrowed),
+                spirv: spirv.map(Cow::Owned),
+                msl: msl.map(Cow::Owned),
                 ..Default::default()
             };
             #[allow(unsafe_code)]
-            // SAFETY: the SPIR-V is written by xcd-forms (from WGSL, or from a program's SPIR-V it
-            // parsed and validated) with every buffer access bounds-checked (ReadZeroSkipWrite),
-            // and its bindings were checked against the block description that the pipeline
-            // layout below is built from. MSL comes from macOS programs (see docs/security.md).
+            // SAFETY: the SPIR-V or MSL is written by xcd-forms (from WGSL, or from a program's
+            // SPIR-V it parsed, validated and checked) with every buffer access bounds-checked
+            // (ReadZeroSkipWrite), and its bindings were checked against the block description
+            // that the pipeline layout below is built from. Under -trust-forms it is the
+            // program's own form, as the operator chose (docs/security.md).
             let module = unsafe { self.device.create_shader_module_passthrough(source) };
-            return Ok(module);
+            return Ok((module, guarded));
         }
         match desc.forms.wgsl.as_deref() {
-            Some(wgsl) => Ok(self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&desc.name),
-                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
-            })),
+            Some(wgsl) => Ok((
+                self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&desc.name),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
+                }),
+                false,
+            )),
             None => Err(EngineError::NoForm {
                 device: self.info.id.clone(),
                 block: desc.name.clone(),
@@ -248,8 +241,9 @@ impl WgpuDevice {
                 ArrayRole::Whole => None,
             })
             .collect();
+        // The outputs, then the loop-cut word where the kernel has one.
         let readback_bytes: u64 =
-            desc.tile_outputs().map(|i| u64::from(desc.arrays[i].elem_size) * u64::from(capacity)).sum();
+            desc.tile_outputs().map(|i| u64::from(desc.arrays[i].elem_size) * u64::from(capacity)).sum::<u64>() + 4;
         let readback =
             self.buffer("readback", readback_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         if let Some(kernel) = self.kernels.get_mut(&id) {
@@ -375,7 +369,7 @@ impl Backend for WgpuDevice {
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
         let fail =
             |reason: String| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason };
-        let module = self.module(desc)?;
+        let (module, guarded) = self.module(desc)?;
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -392,6 +386,18 @@ impl Backend for WgpuDevice {
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
                     ty: wgpu::BufferBindingType::Storage { read_only: array.role.read_only() },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
+        if guarded {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: desc.arrays.len() as u32 + 1,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only: false },
                     has_dynamic_offset: false,
                     min_binding_size: None,
                 },
@@ -424,7 +430,11 @@ impl Backend for WgpuDevice {
         let uniform =
             self.buffer("uniform", self.slot_bytes, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
         let readback = self.buffer("readback", 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-        self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0 });
+        let cut = guarded.then(|| {
+            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+            self.buffer("loop cut", 4, usage)
+        });
+        self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0, cut });
         Ok(())
     }
 
@@ -473,6 +483,9 @@ impl Backend for WgpuDevice {
         let readback_slice = self.scoped(
             || {
                 queue.write_buffer(&kernel.uniform, 0, &uniform_bytes);
+                if let Some(cut) = &kernel.cut {
+                    queue.write_buffer(cut, 0, &[0u8; 4]);
+                }
                 for (index, data) in desc.tile_inputs().zip(&job.inputs) {
                     if let Some(buffer) = &kernel.per_item[index] {
                         queue.write_buffer(buffer, 0, data);
@@ -507,6 +520,12 @@ impl Backend for WgpuDevice {
                         }),
                     });
                 }
+                if let Some(cut) = &kernel.cut {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: desc.arrays.len() as u32 + 1,
+                        resource: cut.as_entire_binding(),
+                    });
+                }
                 let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some(&desc.name),
                     layout: &kernel.layout,
@@ -535,6 +554,10 @@ impl Backend for WgpuDevice {
                     }
                     slices.push((offset, bytes));
                     offset += bytes;
+                }
+                if let Some(cut) = &kernel.cut {
+                    encoder.copy_buffer_to_buffer(cut, 0, &kernel.readback, offset, 4);
+                    offset += 4;
                 }
                 let submission = queue.submit([encoder.finish()]);
                 Some((slices, offset, submission))
@@ -565,11 +588,16 @@ impl Backend for WgpuDevice {
             Ok(Err(e)) => return Err(fail(e.to_string())),
             Err(_) => return Err(fail("the read-back never completed".into())),
         }
-        let outputs = {
+        let (outputs, cut) = {
             let view = kernel.readback.get_mapped_range(0..total).map_err(|e| fail(e.to_string()))?;
-            slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect()
+            let outputs = slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect();
+            let cut = kernel.cut.is_some() && view[(total - 4) as usize..].iter().any(|&b| b != 0);
+            (outputs, cut)
         };
         kernel.readback.unmap();
+        if cut {
+            return Err(EngineError::LoopCut { device: self.info.id.clone(), block: desc.name.clone() });
+        }
         Ok(TileOutput { outputs })
     }
 }

@@ -129,6 +129,12 @@ impl Par {
                 .iter()
                 .any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Gpu | WorkerChoice::Named(_)));
         let inventory = if wants_gpu { xcd_engine::discover() } else { xcd_engine::Inventory::default() };
+        Par::with_inventory(settings, inventory)
+    }
+
+    /// Keeps the workers `settings` allow among devices the caller opened (with
+    /// `xcd_engine::discover_with`, or a device of its own behind `xcd_engine::owner::spawn`).
+    pub fn with_inventory(settings: Settings, inventory: xcd_engine::Inventory) -> Result<Par, RunError> {
         let mut workers: Vec<Arc<dyn Worker + Send>> = Vec::new();
         let mut lines = Vec::new();
         if settings.allows_cpu() {

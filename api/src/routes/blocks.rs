@@ -33,9 +33,10 @@ pub(crate) fn engine_error(e: EngineError) -> ApiError {
         EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
         EngineError::TooLarge { .. } => ApiError::TooLarge(e.to_string()),
         EngineError::OutOfMemory(device) => ApiError::DeclinedMemory { device, needed: 0, free: 0 },
-        EngineError::Launch { .. } | EngineError::DeviceLost { .. } | EngineError::Deadline { .. } => {
-            ApiError::DeviceFailed(e.to_string())
-        }
+        EngineError::Launch { .. }
+        | EngineError::DeviceLost { .. }
+        | EngineError::Deadline { .. }
+        | EngineError::LoopCut { .. } => ApiError::DeviceFailed(e.to_string()),
     }
 }
 
@@ -52,14 +53,18 @@ pub(crate) async fn register(
     desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let id = desc.id();
     let known = state.block(&id.to_string()).is_ok();
+    let policy = state.0.config.forms;
     let desc = Arc::new(desc);
+    if !known {
+        check_kernel(&desc).await?;
+    }
 
     let takers: Vec<usize> = state
         .0
         .devices
         .iter()
         .enumerate()
-        .filter(|(_, d)| xcd_engine::form_for(d.info().backend, &desc.forms).is_some())
+        .filter(|(_, d)| xcd_engine::form_for(d.info().backend, &desc.forms, policy).is_some())
         .map(|(i, _)| i)
         .collect();
     if takers.is_empty() {
@@ -69,7 +74,7 @@ pub(crate) async fn register(
             .iter()
             .map(|d| {
                 let forms: Vec<String> =
-                    xcd_engine::forms_taken(d.info().backend).iter().map(|f| f.to_string()).collect();
+                    xcd_engine::forms_taken(d.info().backend, policy).iter().map(|f| f.to_string()).collect();
                 format!("{} takes {}", d.info().id, forms.join(" or "))
             })
             .collect();
@@ -95,6 +100,21 @@ pub(crate) async fn register(
     state.keep_block(desc)?;
     let status = if known { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
+}
+
+/// Reads and checks a block's kernel once, before any device loads it, so a kernel outside the
+/// exact subset or the ABI is refused with its construct and line rather than once per device.
+/// A block with neither WGSL nor SPIR-V has nothing to read: every device then refuses it as
+/// `no_form`, naming what it takes (or, under `-trust-forms`, loads its own form as sent).
+async fn check_kernel(desc: &Arc<BlockDesc>) -> Result<(), ApiError> {
+    if desc.forms.wgsl.is_none() && desc.forms.spirv.is_none() {
+        return Ok(());
+    }
+    let desc = desc.clone();
+    let checked = tokio::task::spawn_blocking(move || xcd_forms::Kernel::for_block(&desc).map(|_| ()))
+        .await
+        .map_err(|_| ApiError::LoadFailed("checking the block's kernel failed inside the daemon".into()))?;
+    checked.map_err(|e| ApiError::LoadFailed(format!("block's kernel: {e}")))
 }
 
 fn parse_hash(text: &str) -> Result<[u8; 32], ApiError> {

@@ -16,9 +16,9 @@ use crate::state::AppState;
 pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> {
     let mut forms: Vec<FormKind> = Vec::new();
     for device in &state.0.devices {
-        for form in xcd_engine::forms_taken(device.info().backend) {
-            if !forms.contains(form) {
-                forms.push(*form);
+        for form in xcd_engine::forms_taken(device.info().backend, state.0.config.forms) {
+            if !forms.contains(&form) {
+                forms.push(form);
             }
         }
     }

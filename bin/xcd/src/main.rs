@@ -79,6 +79,13 @@ struct Cli {
     /// taken out of service (a kernel that never ends) and the daemon tries to bring it back.
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     tile_deadline: u64,
+    /// Load a block's own PTX, SPIR-V or MSL as the program sent it, instead of making the
+    /// device's form from the block's WGSL. Faster to register, but a program's code then
+    /// reaches the driver unchecked: its buffer accesses are not bounds-checked, so it can read
+    /// or write other programs' tiles, and its arithmetic is only as exact as its author made it
+    /// (docs/security.md). Only for programs you trust.
+    #[arg(long)]
+    trust_forms: bool,
 }
 
 /// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
@@ -195,7 +202,11 @@ fn main() -> ExitCode {
         }
     };
 
-    let inventory = xcd_engine::discover_with(std::time::Duration::from_secs(cli.tile_deadline));
+    let forms = if cli.trust_forms { xcd_engine::FormPolicy::Trust } else { xcd_engine::FormPolicy::Remake };
+    let inventory = xcd_engine::discover_with(xcd_engine::Options {
+        tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),
+        forms,
+    });
     let devices = select(inventory.devices, cli.devices.as_deref());
     if devices.is_empty() {
         for note in &inventory.notes {
@@ -227,7 +238,13 @@ fn main() -> ExitCode {
         fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
         host: Some(xcd_discovery::host_name()),
         trusted_proxies,
+        forms,
     };
+    if cli.trust_forms {
+        eprintln!(
+            "xcd: warning: -trust-forms: programs' own PTX, SPIR-V and MSL reach the driver unchecked; serve only programs you trust"
+        );
+    }
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
     runtime.block_on(async move {

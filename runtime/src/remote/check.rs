@@ -80,12 +80,12 @@ pub fn check_at(
             steps.push(("layout", Ok(xcd_wire::Layout::native().to_string())));
             let mut takes = Vec::new();
             for device in &daemon.devices {
-                match xcd_engine::form_for(device.backend, forms) {
+                match xcd_engine::form_for(device.backend, forms, xcd_engine::FormPolicy::Remake) {
                     Some(form) => takes.push(format!("{} takes {form}", device.id)),
                     None => {
                         steps.push((
                             "forms",
-                            Err(format!("the daemon has no form for its GPU: {} needs {}; build the program with every kernel form", device.id, xcd_engine::forms_taken(device.backend)[0])),
+                            Err(format!("the daemon has no form for its GPU: {} needs {}; build the program with every kernel form", device.id, xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0])),
                         ));
                         return steps;
                     }
