@@ -1,8 +1,10 @@
 //! Conformance: every example block, on every backend present, gives the CPU form's bits.
 //!
 //! Written once and instantiated per backend by `conformance!`. Which backends must be present
-//! is data ([`BACKENDS`]), not `if`s in the tests: the CPU always; llvmpipe's Vulkan wherever
-//! CI runs (it installs mesa-vulkan-drivers); CUDA only where a driver is installed.
+//! is data ([`BACKENDS`]), not `if`s in the tests: the CPU always; the PTX interpreter always
+//! (the CUDA form as xcd-forms writes it, loaded and launched as the CUDA backend does it);
+//! llvmpipe's Vulkan wherever CI runs (it installs mesa-vulkan-drivers); CUDA only where a
+//! driver is installed.
 
 use xcd_runtime::{Args, Block, Par, RunOptions, Settings, WorkerChoice};
 
@@ -14,11 +16,24 @@ enum Required {
     WhenDriverPresent,
 }
 
-const BACKENDS: &[(&str, Required)] =
-    &[("cpu", Required::Always), ("gpu:vulkan:", Required::InCi), ("gpu:cuda:", Required::WhenDriverPresent)];
+const BACKENDS: &[(&str, Required)] = &[
+    ("cpu", Required::Always),
+    ("gpu:cuda:xcd-ptxsim", Required::Always),
+    ("gpu:vulkan:", Required::InCi),
+    ("gpu:cuda:", Required::WhenDriverPresent),
+];
+
+/// The PTX interpreter's worker name.
+const SIM: &str = "gpu:cuda:xcd-ptxsim";
 
 /// A Par whose only worker is the first one whose name starts with `prefix`, or None.
 fn par_for(prefix: &str) -> Option<Par> {
+    if prefix == SIM {
+        let device = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
+        let inventory = xcd_engine::Inventory { devices: vec![device], notes: Vec::new() };
+        let settings = Settings { workers: vec![WorkerChoice::Named(SIM.into())], ..Settings::default() };
+        return Some(Par::with_inventory(settings, inventory).expect("the interpreter's worker"));
+    }
     let all = Par::new(Settings::default()).expect("local workers");
     let name = all.worker_names().into_iter().find(|n| n.starts_with(prefix))?.to_owned();
     let choice = if name == "cpu" { WorkerChoice::Cpu } else { WorkerChoice::Named(name) };
@@ -123,6 +138,7 @@ macro_rules! conformance {
 
 conformance! {
     cpu_matches_cpu_form => "cpu",
+    interpreted_ptx_matches_cpu_form => "gpu:cuda:xcd-ptxsim",
     vulkan_matches_cpu_form => "gpu:vulkan:",
     cuda_matches_cpu_form => "gpu:cuda:",
 }
