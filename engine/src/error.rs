@@ -69,16 +69,19 @@ pub enum EngineError {
         /// The deadline, in seconds.
         seconds: u64,
     },
-    /// A software Vulkan device ended a loop of the kernel early (its guard against kernels that
-    /// never end): the tile's results would be wrong, so the tile must run elsewhere.
+    /// The device could not compute this tile exactly (a software Vulkan device that cut a loop
+    /// short, or that flushes a subnormal float it met): its results would be wrong, so the
+    /// tile must run elsewhere. The device stays in service.
     #[error(
-        "{device} cut a loop of block {block} short (the software Vulkan device ends loops after about 65,535 iterations per 8 items), so this tile must run on another device"
+        "{device} could not run a tile of block {block} exactly: {reason}, so this tile must run on another device"
     )]
-    LoopCut {
+    Inexact {
         /// Device id.
         device: String,
         /// Block name.
         block: String,
+        /// What happened, in a person's words.
+        reason: String,
     },
     /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
     #[error("{device} is out of service: {reason}")]

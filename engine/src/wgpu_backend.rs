@@ -7,10 +7,12 @@
 //! `-trust-forms` does a carried SPIR-V or MSL form reach the driver as sent. Plain WGSL through
 //! wgpu's own translation is the last resort, for backends without passthrough (DX12).
 //!
-//! On a device that computes on the CPU (llvmpipe), the SPIR-V also carries the loop-cut
-//! detector (xcd-forms' `spirv_guarded`): one more storage word, bound after the block's
-//! arrays, zeroed before each tile and read back after it. A tile whose kernel had a loop cut
-//! short fails with [`EngineError::LoopCut`], so it runs on another worker.
+//! The SPIR-V asks the driver to keep signed zeros, infinities, NaNs and subnormals where it
+//! can (float controls). Where it cannot, or on a device that computes on the CPU (llvmpipe,
+//! which also ends long loops in silence), the SPIR-V carries xcd-forms' detectors: one more
+//! storage word, bound after the block's arrays, zeroed before each tile and read back after
+//! it. A tile that met what the device gets wrong fails with [`EngineError::Inexact`], so it
+//! runs on another worker.
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
 //! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
@@ -87,6 +89,8 @@ pub struct WgpuDevice {
     uses: u64,
     /// Where kernels come from.
     policy: FormPolicy,
+    /// What the driver keeps of f32 when a kernel asks (Vulkan float controls).
+    floats: FloatControls,
 }
 
 /// A loaded block on one device.
@@ -112,6 +116,7 @@ impl WgpuDevice {
         let limits = adapter.limits();
         let (device, queue) = request_device(&adapter)?;
         let (memory_total, memory_free) = memory(&adapter);
+        let floats = float_controls(&adapter);
         let info = DeviceInfo {
             id: DeviceInfo::make_id(backend, &info.name),
             backend,
@@ -134,6 +139,7 @@ impl WgpuDevice {
             whole: HashMap::new(),
             uses: 0,
             policy,
+            floats,
         })
     }
 
@@ -145,12 +151,22 @@ impl WgpuDevice {
         // A driver may crash on SPIR-V that is malformed or does not match the pipeline layout,
         // and a program's own SPIR-V need not bounds-check its buffers: unless the operator
         // trusts carried forms, the driver gets what xcd-forms writes, never the program's words.
-        let guarded = self.info.cpu && matches!(source, Source::Made(_)) && self.info.backend == BackendKind::Vulkan;
+        let guarded = (self.info.cpu || !self.floats.denorms)
+            && matches!(source, Source::Made(_))
+            && self.info.backend == BackendKind::Vulkan;
         let (spirv, msl) = match (&source, self.info.backend) {
             (Source::Carried, BackendKind::Vulkan) => (desc.forms.spirv.clone(), None),
             (Source::Carried, BackendKind::Metal) => (None, desc.forms.msl.clone()),
-            (Source::Made(k), BackendKind::Vulkan) if guarded => (Some(k.spirv_guarded().map_err(failed)?), None),
-            (Source::Made(k), BackendKind::Vulkan) => (Some(k.spirv().map_err(failed)?), None),
+            (Source::Made(k), BackendKind::Vulkan) => {
+                let options = xcd_forms::SpirvOptions {
+                    preserve_signed_zero_inf_nan: self.floats.signed_zero_inf_nan,
+                    preserve_denorms: self.floats.denorms,
+                    guard_loops: self.info.cpu,
+                    guard_subnormals: !self.floats.denorms,
+                    opaque_constants: self.info.cpu,
+                };
+                (Some(k.spirv_for(options).map_err(failed)?), None)
+            }
             (Source::Made(k), BackendKind::Metal) => (None, Some(k.msl().map_err(failed)?)),
             _ => (None, None),
         };
@@ -432,7 +448,7 @@ impl Backend for WgpuDevice {
         let readback = self.buffer("readback", 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         let cut = guarded.then(|| {
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
-            self.buffer("loop cut", 4, usage)
+            self.buffer("inexact", 8, usage)
         });
         self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0, cut });
         Ok(())
@@ -484,7 +500,7 @@ impl Backend for WgpuDevice {
             || {
                 queue.write_buffer(&kernel.uniform, 0, &uniform_bytes);
                 if let Some(cut) = &kernel.cut {
-                    queue.write_buffer(cut, 0, &[0u8; 4]);
+                    queue.write_buffer(cut, 0, &[0u8; 8]);
                 }
                 for (index, data) in desc.tile_inputs().zip(&job.inputs) {
                     if let Some(buffer) = &kernel.per_item[index] {
@@ -591,14 +607,66 @@ impl Backend for WgpuDevice {
         let (outputs, cut) = {
             let view = kernel.readback.get_mapped_range(0..total).map_err(|e| fail(e.to_string()))?;
             let outputs = slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect();
-            let cut = kernel.cut.is_some() && view[(total - 4) as usize..].iter().any(|&b| b != 0);
-            (outputs, cut)
+            let word = view[(total - 4) as usize..].try_into().map(u32::from_le_bytes).unwrap_or(0);
+            (outputs, if kernel.cut.is_some() { word } else { 0 })
         };
         kernel.readback.unmap();
-        if cut {
-            return Err(EngineError::LoopCut { device: self.info.id.clone(), block: desc.name.clone() });
+        if cut != 0 {
+            let reason = if cut == xcd_forms::CUT_LOOP {
+                "it cut a loop short (the software Vulkan device ends loops after about 65,535 iterations per 8 items)"
+            } else {
+                "it met a subnormal float, which this device flushes to zero"
+            };
+            return Err(EngineError::Inexact {
+                device: self.info.id.clone(),
+                block: desc.name.clone(),
+                reason: reason.into(),
+            });
         }
         Ok(TileOutput { outputs })
+    }
+}
+
+/// What a Vulkan device keeps of f32 when a shader declares it (Vulkan 1.2 float controls).
+#[derive(Debug, Clone, Copy, Default)]
+struct FloatControls {
+    /// `shaderSignedZeroInfNanPreserveFloat32`.
+    signed_zero_inf_nan: bool,
+    /// `shaderDenormPreserveFloat32`.
+    denorms: bool,
+}
+
+/// The float controls of a Vulkan device; nothing elsewhere.
+fn float_controls(adapter: &wgpu::Adapter) -> FloatControls {
+    #[cfg(any(target_os = "linux", target_os = "windows", target_os = "android"))]
+    {
+        vulkan_float_controls(adapter)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "android")))]
+    {
+        let _ = adapter;
+        FloatControls::default()
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "windows", target_os = "android"))]
+#[allow(unsafe_code)]
+fn vulkan_float_controls(adapter: &wgpu::Adapter) -> FloatControls {
+    use ash::vk;
+    // SAFETY: only reads properties of the physical device, as `vulkan_memory` does.
+    let Some(hal) = (unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }) else {
+        return FloatControls::default();
+    };
+    let instance = hal.shared_instance().raw_instance();
+    let physical = hal.raw_physical_device();
+    let mut controls = vk::PhysicalDeviceFloatControlsProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut controls);
+    // SAFETY: `physical` was enumerated from `instance`; float controls are core in Vulkan 1.2,
+    // and a driver that does not know the chained struct leaves it as it was (false).
+    unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+    FloatControls {
+        signed_zero_inf_nan: controls.shader_signed_zero_inf_nan_preserve_float32 == vk::TRUE,
+        denorms: controls.shader_denorm_preserve_float32 == vk::TRUE,
     }
 }
 

@@ -140,6 +140,14 @@ fn uniform_params(
     let TypeInner::Struct { ref members, .. } = module.types[var.ty].inner else {
         return Err(abi(at, format!("the uniform is not a struct: {HEADER}")));
     };
+    // SPIR-V wraps the uniform struct in a block struct of one member.
+    let members = match members.as_slice() {
+        [only] => match module.types[only.ty].inner {
+            TypeInner::Struct { ref members, .. } => members,
+            _ => members,
+        },
+        _ => members,
+    };
     let mut params = Vec::new();
     for (i, member) in members.iter().enumerate() {
         let name = member.name.clone().unwrap_or_else(|| format!("member {i}"));

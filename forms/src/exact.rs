@@ -31,13 +31,36 @@ pub const CANONICAL_NAN: u32 = 0x7fc0_0000;
 /// Rewrites every function of `module` (which `info` describes) in place; the caller validates
 /// the result again.
 pub(crate) fn exact(module: &mut naga::Module, info: &naga::valid::ModuleInfo) -> Result<(), FormsError> {
+    rewrite_all(module, info, None)
+}
+
+/// For llvmpipe: hides every operand of a float `+ - * /` that its compiler could fold to a
+/// constant, as `bitcast<f32>(bitcast<u32>(x) | zero)` with `zero` the second word of storage
+/// array `word` (always 0, and unknown to the compiler). llvmpipe's code builder folds
+/// `x * 0.0` to `0.0`, `0.0 / x` to `0.0` and `x + 0.0` to `x` whatever the SPIR-V asks, which
+/// is wrong for NaN, infinities and signed zeros (measured: `b * 0.0` gave +0 for -1, inf, -0
+/// and NaN), and its NIR folds values such as `f32(x < x)` to constants first. An operand that
+/// is itself a hidden `+ - * /` needs no hiding.
+pub(crate) fn opaque_constants(
+    module: &mut naga::Module,
+    info: &naga::valid::ModuleInfo,
+    word: Handle<naga::GlobalVariable>,
+) -> Result<(), FormsError> {
+    rewrite_all(module, info, Some(word))
+}
+
+fn rewrite_all(
+    module: &mut naga::Module,
+    info: &naga::valid::ModuleInfo,
+    opaque: Option<Handle<naga::GlobalVariable>>,
+) -> Result<(), FormsError> {
     let handles: Vec<Handle<Function>> = module.functions.iter().map(|(h, _)| h).collect();
     for handle in handles {
         let fun = &mut module.functions[handle];
-        rewrite(fun, &mut module.types, &info[handle])?;
+        rewrite(fun, &mut module.types, &info[handle], opaque)?;
     }
     for (index, ep) in module.entry_points.iter_mut().enumerate() {
-        rewrite(&mut ep.function, &mut module.types, info.get_entry_point(index))?;
+        rewrite(&mut ep.function, &mut module.types, info.get_entry_point(index), opaque)?;
     }
     Ok(())
 }
@@ -46,11 +69,20 @@ fn rewrite(
     fun: &mut Function,
     types: &mut UniqueArena<Type>,
     info: &naga::valid::FunctionInfo,
+    opaque: Option<Handle<naga::GlobalVariable>>,
 ) -> Result<(), FormsError> {
     let old = std::mem::take(&mut fun.expressions);
     let body = std::mem::take(&mut fun.body);
-    let mut r =
-        Rewriter { types, info, map: vec![None; old.len()], old, new: Arena::new(), pending: None, outs: Vec::new() };
+    let mut r = Rewriter {
+        types,
+        info,
+        map: vec![None; old.len()],
+        old,
+        new: Arena::new(),
+        pending: None,
+        outs: Vec::new(),
+        opaque,
+    };
     let locals: Vec<_> = fun.local_variables.iter().map(|(h, l)| (h, l.init)).collect();
     for (handle, init) in locals {
         if let Some(init) = init {
@@ -81,6 +113,8 @@ struct Rewriter<'a> {
     pending: Option<u32>,
     /// The blocks being written, innermost last.
     outs: Vec<Block>,
+    /// Only make float constants opaque ([`opaque_constants`]), with this zero word's array.
+    opaque: Option<Handle<naga::GlobalVariable>>,
 }
 
 fn internal(what: &str) -> FormsError {
@@ -286,17 +320,84 @@ impl Rewriter<'_> {
         }
     }
 
-    /// `select(x, NaN, x != x)`: the one NaN every form stores.
+    /// The bits of `x` with every NaN made [`CANONICAL_NAN`], as a u32 (vector) value.
+    ///
+    /// The test is on the bits, not `x != x`: LLVM (llvmpipe) treats all NaNs as one value and
+    /// folds `x != x ? NaN : x` back to `x`, which would let a payload through.
+    fn canonical_bits(&mut self, x: Handle<Expression>, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
+        let bits = self.push(Expression::As { expr: x, kind: ScalarKind::Uint, convert: None }, span);
+        let magnitude = self.literal(ScalarKind::Uint, f64::from(0x7fff_ffffu32), size, span);
+        let infinity = self.literal(ScalarKind::Uint, f64::from(0x7f80_0000u32), size, span);
+        let canon = self.literal(ScalarKind::Uint, f64::from(CANONICAL_NAN), size, span);
+        let abs = self.bin(Bo::And, bits, magnitude, span);
+        let nan = self.bin(Bo::Greater, abs, infinity, span);
+        self.select(nan, canon, bits, span)
+    }
+
+    /// `x` with every NaN made [`CANONICAL_NAN`], as a float (vector) value.
     fn canonical(&mut self, x: Handle<Expression>, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
-        let nan = self.bin(Bo::NotEqual, x, x, span);
-        let bits = self.push(Expression::Literal(Literal::U32(CANONICAL_NAN)), span);
-        let canon = self.push(Expression::As { expr: bits, kind: ScalarKind::Float, convert: None }, span);
-        let canon = self.splat(canon, size, span);
-        self.select(nan, canon, x, span)
+        let bits = self.canonical_bits(x, size, span);
+        self.push(Expression::As { expr: bits, kind: ScalarKind::Float, convert: None }, span)
+    }
+
+    /// `bitcast<f32>(bitcast<u32>(x) | zero)`, with `zero` loaded from the opaque word.
+    fn opaque(
+        &mut self,
+        x: Handle<Expression>,
+        word: Handle<naga::GlobalVariable>,
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Handle<Expression> {
+        let global = self.push(Expression::GlobalVariable(word), span);
+        let at = self.push(Expression::AccessIndex { base: global, index: 1 }, span);
+        let zero = self.push(Expression::Load { pointer: at }, span);
+        let zero = self.splat(zero, size, span);
+        let bits = self.push(Expression::As { expr: x, kind: ScalarKind::Uint, convert: None }, span);
+        let hidden = self.bin(Bo::InclusiveOr, bits, zero, span);
+        self.push(Expression::As { expr: hidden, kind: ScalarKind::Float, convert: None }, span)
+    }
+
+    /// [`opaque_constants`]'s rewrite of one emitted expression.
+    fn lower_opaque(
+        &mut self,
+        old: Handle<Expression>,
+        word: Handle<naga::GlobalVariable>,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let span = self.old.get_span(old);
+        match self.old[old] {
+            Expression::Binary { op: op @ (Bo::Add | Bo::Subtract | Bo::Multiply | Bo::Divide), left, right }
+                if self.kind(old) == Some(ScalarKind::Float) =>
+            {
+                let mut operands = [left, right].map(|h| (h, None));
+                for (h, new) in operands.iter_mut() {
+                    let value = self.get(*h)?;
+                    // What the compiler may fold to a constant is hidden: anything but the result
+                    // of another (already hidden) float + - * /.
+                    let computed = matches!(
+                        self.old[*h],
+                        Expression::Binary { op: Bo::Add | Bo::Subtract | Bo::Multiply | Bo::Divide, .. }
+                    );
+                    *new = Some(if computed { value } else { self.opaque(value, word, self.size(*h), span) });
+                }
+                let [(_, Some(l)), (_, Some(r))] = operands else {
+                    return Err(internal("an operand that did not map"));
+                };
+                Ok(self.bin(op, l, r, span))
+            }
+            ref other => {
+                let e = self.remap(other.clone())?;
+                Ok(self.push(e, span))
+            }
+        }
     }
 
     /// Rewrites one emitted expression.
     fn lower(&mut self, old: Handle<Expression>) -> Result<(), FormsError> {
+        if let Some(word) = self.opaque {
+            let new = self.lower_opaque(old, word)?;
+            self.map[old.index()] = Some(new);
+            return Ok(());
+        }
         let span = self.old.get_span(old);
         let e = self.old[old].clone();
         let float = self.kind(old) == Some(ScalarKind::Float);
@@ -416,8 +517,11 @@ impl Rewriter<'_> {
                         self.select(nan, zero, converted, span)
                     }
                     None => {
-                        let canon = self.canonical(x, size, span);
-                        self.push(Expression::As { expr: canon, kind, convert }, span)
+                        let bits = self.canonical_bits(x, size, span);
+                        match kind {
+                            ScalarKind::Uint => bits,
+                            _ => self.push(Expression::As { expr: bits, kind, convert }, span),
+                        }
                     }
                 }
             }
@@ -538,8 +642,8 @@ impl Rewriter<'_> {
                     };
                     let (p, v) = (self.get(pointer)?, self.get(value)?);
                     match pointee {
-                        Some(ty) => self.store(p, v, &ty, span),
-                        None => self.stmt(Statement::Store { pointer: p, value: v }, span),
+                        Some(ty) if self.opaque.is_none() => self.store(p, v, &ty, span),
+                        _ => self.stmt(Statement::Store { pointer: p, value: v }, span),
                     }
                 }
                 Statement::Call { function, arguments, result } => {

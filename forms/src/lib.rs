@@ -27,7 +27,8 @@ pub mod subset;
 pub use abi::{ArrayBinding, Interface};
 pub use check::{Binding, admit_spirv, bindings, check_spirv};
 pub use exact::CANONICAL_NAN;
-pub use spirv::{FLOAT_ARITHMETIC_OPCODES, no_contraction};
+pub use guard::{CUT_LOOP, CUT_SUBNORMAL};
+pub use spirv::{FLOAT_ARITHMETIC_OPCODES, float_controls, no_contraction};
 pub use subset::Location;
 
 use naga::back::{msl, spv};
@@ -112,9 +113,38 @@ fn validate(module: &naga::Module, source: Option<&str>) -> Result<naga::valid::
     unpanicked("validating the kernel", || {
         Validator::new(ValidationFlags::all(), Capabilities::default()).validate(module).map_err(|e| match source {
             Some(text) => FormsError::Invalid(e.emit_to_string(text)),
-            None => FormsError::Invalid(e.into_inner().to_string()),
+            None => {
+                let e = e.into_inner();
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(inner) = source {
+                    text.push_str(&format!(": {inner}"));
+                    source = inner.source();
+                }
+                FormsError::Invalid(text)
+            }
         })
     })?
+}
+
+/// What a device's SPIR-V form carries beyond the kernel itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpirvOptions {
+    /// Declare `SignedZeroInfNanPreserve` for f32 (where the device reports it), so its
+    /// compiler keeps signed zeros, infinities and NaNs through every operation.
+    pub preserve_signed_zero_inf_nan: bool,
+    /// Declare `DenormPreserve` for f32 (where the device reports it), so it keeps subnormals.
+    pub preserve_denorms: bool,
+    /// Detect loops cut short (`guard`), for a software Vulkan device that ends long loops in
+    /// silence: the word at [`Kernel::cut_binding`] becomes [`CUT_LOOP`].
+    pub guard_loops: bool,
+    /// Detect subnormal floats (`guard`), for a device that flushes them: the word at
+    /// [`Kernel::cut_binding`] becomes [`CUT_SUBNORMAL`].
+    pub guard_subnormals: bool,
+    /// Hide float constants that are operands of `+ - * /` from the device's compiler (llvmpipe
+    /// folds `x * 0.0` to `0.0`), reading the second word at [`Kernel::cut_binding`], which the
+    /// device keeps 0. Needs one of the guards, which bind those words.
+    pub opaque_constants: bool,
 }
 
 /// A kernel checked against the ABI and the exact subset, and made exact: every form written
@@ -180,22 +210,32 @@ impl Kernel {
 
     /// The SPIR-V form: bounds-checked, every float operation `NoContraction`.
     pub fn spirv(&self) -> Result<Vec<u32>, FormsError> {
-        write_spirv(&self.module, &self.info, &self.entry)
+        self.spirv_for(SpirvOptions::default())
     }
 
-    /// The SPIR-V form for a software Vulkan device, which ends long loops in silence: as
-    /// [`spirv`](Self::spirv), plus a word at [`cut_binding`](Self::cut_binding) that an item
-    /// sets to 1 when one of its loops ended without taking any of its exits (`guard`).
-    pub fn spirv_guarded(&self) -> Result<Vec<u32>, FormsError> {
-        let mut module = self.module.clone();
-        guard::guard_loops(&mut module, self.cut_binding());
-        let info = validate(&module, None)
-            .map_err(|e| FormsError::Internal(format!("the guarded kernel does not validate: {e}")))?;
-        write_spirv(&module, &info, &self.entry)
+    /// The SPIR-V form for a device with what it needs (see [`SpirvOptions`]).
+    pub fn spirv_for(&self, options: SpirvOptions) -> Result<Vec<u32>, FormsError> {
+        let mut words = if options.guard_loops || options.guard_subnormals || options.opaque_constants {
+            let mut module = self.module.clone();
+            let detect = guard::Detect { loops: options.guard_loops, subnormals: options.guard_subnormals };
+            let word = guard::guard(&mut module, self.cut_binding(), detect);
+            let internal = |e| FormsError::Internal(format!("the guarded kernel does not validate: {e}"));
+            let mut info = validate(&module, None).map_err(internal)?;
+            if options.opaque_constants {
+                unpanicked("hiding constants", || exact::opaque_constants(&mut module, &info, word))??;
+                info = validate(&module, None).map_err(internal)?;
+            }
+            write_spirv(&module, &info, &self.entry)?
+        } else {
+            write_spirv(&self.module, &self.info, &self.entry)?
+        };
+        float_controls(&mut words, options.preserve_signed_zero_inf_nan, options.preserve_denorms);
+        Ok(words)
     }
 
-    /// The binding of the loop-cut word in [`spirv_guarded`](Self::spirv_guarded): the one
-    /// after the block's arrays.
+    /// The binding of the detectors' words ([`SpirvOptions::guard_loops`],
+    /// [`SpirvOptions::guard_subnormals`], [`SpirvOptions::opaque_constants`]): the one after
+    /// the block's arrays. It holds two u32: the detectors' result, then a zero.
     pub fn cut_binding(&self) -> u32 {
         self.interface.arrays.len() as u32 + 1
     }

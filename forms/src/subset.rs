@@ -109,19 +109,13 @@ impl Checker<'_> {
         for (handle, var) in self.module.global_variables.iter() {
             let span = self.module.global_variables.get_span(handle);
             match var.space {
-                AddressSpace::Uniform | AddressSpace::Storage { .. } => {}
+                // Private variables are per item, like locals (SPIR-V input holds its builtins there).
+                AddressSpace::Uniform | AddressSpace::Storage { .. } | AddressSpace::Private => {}
                 AddressSpace::WorkGroup => {
                     return Err(self.refuse(
                         span,
                         "var<workgroup>",
                         "items of a block are independent and may run on different devices; workgroup memory would tie them together",
-                    ));
-                }
-                AddressSpace::Private => {
-                    return Err(self.refuse(
-                        span,
-                        "var<private>",
-                        "declare the variable inside the function, or pass it as a pointer argument",
                     ));
                 }
                 space => {

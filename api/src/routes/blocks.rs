@@ -36,7 +36,7 @@ pub(crate) fn engine_error(e: EngineError) -> ApiError {
         EngineError::Launch { .. }
         | EngineError::DeviceLost { .. }
         | EngineError::Deadline { .. }
-        | EngineError::LoopCut { .. } => ApiError::DeviceFailed(e.to_string()),
+        | EngineError::Inexact { .. } => ApiError::DeviceFailed(e.to_string()),
     }
 }
 

@@ -381,8 +381,30 @@ impl<'f> Frame<'f> {
     }
 }
 
-/// A storage array or the uniform, as a place.
+/// Gives every `var<private>` its registers, set to its initializer or zero.
+pub(crate) fn private_variables(w: &mut Writer<'_>) -> Result<(), FormsError> {
+    let module = w.module;
+    for (handle, var) in module.global_variables.iter() {
+        if var.space != naga::AddressSpace::Private {
+            continue;
+        }
+        let inner = &module.types[var.ty].inner;
+        let place = w.local_registers(inner);
+        let value = match var.init {
+            Some(init) => constant(w, init)?,
+            None => zeros(w, inner),
+        };
+        w.store(&place, inner, &value);
+        w.private.insert(handle, place);
+    }
+    Ok(())
+}
+
+/// A storage array, the uniform or a private variable, as a place.
 fn global(w: &mut Writer<'_>, g: Handle<naga::GlobalVariable>) -> Result<Slot, FormsError> {
+    if let Some(place) = w.private.get(&g) {
+        return Ok(Slot::Place(place.clone()));
+    }
     let var = &w.module.global_variables[g];
     match (var.space, &var.binding) {
         (naga::AddressSpace::Uniform, _) => {

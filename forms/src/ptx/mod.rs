@@ -124,6 +124,8 @@ pub(crate) struct Writer<'m> {
     pub(crate) arrays: Vec<ArrayArg>,
     /// `global_invocation_id`: x, then 0 and 0.
     pub(crate) gid: Vec<Reg>,
+    /// The registers of each `var<private>`: per item, shared by every function.
+    pub(crate) private: std::collections::HashMap<naga::Handle<naga::GlobalVariable>, place::Place>,
 }
 
 impl<'m> Writer<'m> {
@@ -219,8 +221,10 @@ pub fn write(module: &Module, entry: &str) -> Result<String, FormsError> {
         uniform: Vec::new(),
         arrays: Vec::new(),
         gid: Vec::new(),
+        private: std::collections::HashMap::new(),
     };
     let params = w.prologue()?;
+    flow::private_variables(&mut w)?;
     flow::entry(&mut w, &ep.function)?;
     Ok(w.finish(entry, &params))
 }
