@@ -149,7 +149,7 @@ impl Par {
             let name = format!("gpu:{}", device.info().id);
             names.push(name.clone());
             if settings.allows_gpu(&name) {
-                workers.push(Arc::new(GpuWorker { name, device }));
+                workers.push(Arc::new(GpuWorker::new(name, device)));
             }
         }
         lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
@@ -418,6 +418,9 @@ impl Par {
                     .join("; ");
                 return Err(RunError::Failed { block: block.desc.name.clone(), reasons });
             }
+        }
+        for (stat, worker) in stats.iter_mut().zip(&workers) {
+            stat.note = worker.note();
         }
         report.workers = stats;
         report.elapsed = started.elapsed();

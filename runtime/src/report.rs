@@ -58,6 +58,9 @@ impl RunReport {
             if shares.is_empty() { "nothing to do".to_owned() } else { shares.join(", ") },
         ));
         for w in &self.workers {
+            if let Some(note) = &w.note {
+                lines.push(format!("par: {}: {}: {note}", self.source, w.name));
+            }
             if let Some(failure) = &w.failure {
                 lines.push(format!(
                     "par: {}: {} stopped ({failure}); its tiles ran on the other workers",

@@ -48,6 +48,8 @@ pub struct WorkerStats {
     pub busy: Duration,
     /// Why it stopped early, if it did; its tiles ran elsewhere.
     pub failure: Option<String>,
+    /// What else the report should say of how it ran its tiles (e.g. some on the CPU form).
+    pub note: Option<String>,
     /// Items in its last tile: the next may be at most twice as large.
     last_tile: u32,
     /// Items and busy seconds of its recent tiles, older ones fading with [`PACE_MEMORY`] of

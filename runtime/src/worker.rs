@@ -126,6 +126,27 @@ pub(crate) trait Worker: Sync {
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError>;
     /// Runs one tile, writing its results in place only on success.
     fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError>;
+    /// What the report should say of how this worker ran its tiles in the last run, if anything
+    /// (a device that could not run some exactly, and what ran them instead).
+    fn note(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Runs a block's CPU form over one tile on this thread.
+fn run_cpu_form(ctx: &RunCtx, tile: &mut TileSlices<'_>) {
+    let mut whole = ctx.whole.iter();
+    let arrays = tile
+        .arrays
+        .iter_mut()
+        .map(|a| match a {
+            TileArray::In(d) => CpuArray::Read(d),
+            TileArray::Out(d) | TileArray::InOut(d) => CpuArray::Write(Some(&mut **d)),
+            TileArray::Whole => CpuArray::Read(whole.next().map(|w| &w.data[..]).unwrap_or(&[])),
+        })
+        .collect();
+    let mut cpu_tile = CpuTile { tile: tile.tile, params: &ctx.params, arrays };
+    (ctx.block.cpu)(&mut cpu_tile);
 }
 
 /// Runs the CPU form, splitting each tile across the machine's cores.
@@ -181,9 +202,27 @@ impl Worker for CpuWorker {
 }
 
 /// Sends tiles to one local device.
+///
+/// A device that computes on the CPU (llvmpipe) cannot run every tile exactly (it ends long
+/// loops early and flushes subnormal floats; the forms detect both and the device declines the
+/// tile, `EngineError::Inexact`). It shares this machine's cores with the block's CPU form,
+/// which gives the exact bits, so the worker runs such a tile with the CPU form instead, and
+/// every later tile of that run too; the report says so.
 pub(crate) struct GpuWorker {
     pub(crate) name: String,
     pub(crate) device: DeviceHandle,
+    /// Tiles of this run given to the CPU form, and why the device declined the first.
+    pub(crate) declined: std::sync::Mutex<(u64, Option<String>)>,
+}
+
+impl GpuWorker {
+    pub(crate) fn new(name: String, device: DeviceHandle) -> GpuWorker {
+        GpuWorker { name, device, declined: std::sync::Mutex::new((0, None)) }
+    }
+
+    fn declined(&self) -> std::sync::MutexGuard<'_, (u64, Option<String>)> {
+        self.declined.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Worker for GpuWorker {
@@ -201,11 +240,23 @@ impl Worker for GpuWorker {
     }
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
+        *self.declined() = (0, None);
         self.device.load_blocking(Arc::clone(&ctx.block.desc))?;
         Ok(())
     }
 
+    fn note(&self) -> Option<String> {
+        let declined = self.declined();
+        let (tiles, why) = (declined.0, declined.1.as_ref()?);
+        Some(format!("{tiles} of its tiles ran on the block's CPU form, since {why}"))
+    }
+
     fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
+        if self.declined().1.is_some() {
+            self.declined().0 += 1;
+            run_cpu_form(ctx, tile);
+            return Ok(());
+        }
         let inputs = tile
             .arrays
             .iter()
@@ -217,7 +268,17 @@ impl Worker for GpuWorker {
             .collect();
         let job =
             TileJob { block: ctx.id, tile: tile.tile, params: ctx.params.clone(), inputs, whole: ctx.whole.clone() };
-        let result = self.device.run_blocking(job)?;
+        let result = match self.device.run_blocking(job) {
+            Err(EngineError::Inexact { reason, .. }) if self.device.info().cpu => {
+                let mut declined = self.declined();
+                declined.0 += 1;
+                declined.1.get_or_insert(format!("the device could not run them exactly ({reason})"));
+                drop(declined);
+                run_cpu_form(ctx, tile);
+                return Ok(());
+            }
+            other => other?,
+        };
         let mut outputs = result.outputs.into_iter();
         let mut written = Vec::new();
         for array in tile.arrays.iter_mut() {

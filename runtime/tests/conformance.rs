@@ -151,24 +151,51 @@ fn cpu_form_of_escape_is_the_tutorials_arithmetic() {
     assert_eq!(got[0], bytemuck::cast_slice::<u32, u8>(&want));
 }
 
-/// A block that carries only WGSL is still exact on Vulkan: the engine makes its SPIR-V with
-/// the NoContraction pass itself and passes it through.
-#[test]
-fn vulkan_wgsl_only_blocks_match_cpu_form() {
-    let Some(par) = par_or_skip("gpu:vulkan:") else { return };
+/// A block that carries one form only (WGSL, as a REST client sends it; or SPIR-V) is exact on
+/// every backend: each device makes its own form from it.
+fn check_one_form(prefix: &str, keep: fn(&xcd_wire::Forms) -> xcd_wire::Forms) {
+    let Some(par) = par_or_skip(prefix) else { return };
     let reference = par_for("cpu").expect("the cpu worker");
     for block in xcd_kernels::all() {
         let want = outputs(&reference, &block, ITEMS, Some(ITEMS));
         let mut desc = (*block.desc).clone();
-        desc.forms = xcd_wire::Forms { wgsl: desc.forms.wgsl.clone(), ..xcd_wire::Forms::default() };
-        let wgsl_only = Block { desc: std::sync::Arc::new(desc), cpu: block.cpu };
+        desc.forms = keep(&desc.forms);
+        let one_form = Block { desc: std::sync::Arc::new(desc), cpu: block.cpu };
         for tile in [Some(7), None] {
-            let got = outputs(&par, &wgsl_only, ITEMS, tile);
+            let got = outputs(&par, &one_form, ITEMS, tile);
             assert!(
                 got == want,
-                "WGSL-only block {} with tiles of {tile:?} differs from the CPU form",
+                "{prefix}: block {} with one form and tiles of {tile:?} differs from the CPU form",
                 block.desc.name
             );
         }
     }
+}
+
+fn wgsl_only(forms: &xcd_wire::Forms) -> xcd_wire::Forms {
+    xcd_wire::Forms { wgsl: forms.wgsl.clone(), ..xcd_wire::Forms::default() }
+}
+
+fn spirv_only(forms: &xcd_wire::Forms) -> xcd_wire::Forms {
+    xcd_wire::Forms { spirv: forms.spirv.clone(), ..xcd_wire::Forms::default() }
+}
+
+#[test]
+fn vulkan_wgsl_only_blocks_match_cpu_form() {
+    check_one_form("gpu:vulkan:", wgsl_only);
+}
+
+#[test]
+fn vulkan_spirv_only_blocks_match_cpu_form() {
+    check_one_form("gpu:vulkan:", spirv_only);
+}
+
+#[test]
+fn interpreted_ptx_of_wgsl_only_blocks_matches_cpu_form() {
+    check_one_form(SIM, wgsl_only);
+}
+
+#[test]
+fn interpreted_ptx_of_spirv_only_blocks_matches_cpu_form() {
+    check_one_form(SIM, spirv_only);
 }
