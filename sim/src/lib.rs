@@ -8,12 +8,15 @@
 //! It is never shipped and never serves a daemon: real GPUs run the real driver.
 //!
 //! Layout: `parse` (text → instructions), `exec` (instructions → results), `device` (the
-//! engine's `Backend`).
+//! engine's `Backend`), [`kernelgen`] (random kernels and their reference results, for the
+//! differential tests), [`ptxas`] (NVIDIA's assembler, where it is installed).
 #![forbid(unsafe_code)]
 
 mod device;
 mod exec;
+pub mod kernelgen;
 mod parse;
+pub mod ptxas;
 
 pub use device::SimDevice;
 pub use parse::{Program, parse};

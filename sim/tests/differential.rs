@@ -1,0 +1,228 @@
+//! Differential testing: random kernels (xcd_ptxsim::kernelgen) must give the same bits as their
+//! reference evaluation on llvmpipe (SPIR-V made by xcd-forms, through the engine) and on the
+//! PTX interpreter (PTX made by xcd-forms, launched as the CUDA backend launches it), and their
+//! PTX must assemble with ptxas for sm_60 and sm_90.
+//!
+//! `XCD_DIFF_KERNELS` sets how many kernels (default 40), `XCD_DIFF_SEED` the first seed;
+//! scripts/difftest runs many in a release build and prints the figures for docs/kernels.md.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use xcd_engine::{DeviceHandle, TileJob, WholeArray};
+use xcd_ptxsim::kernelgen::{self as kg, eval};
+use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec, Tile};
+
+/// Items per run, and the tiles each device runs them in (odd sizes, a tile of one).
+const ITEMS: usize = 300;
+const TILES: [(u32, u32); 4] = [(0, 97), (97, 1), (98, 64), (162, 138)];
+
+fn desc(wgsl: String) -> BlockDesc {
+    let array = |name: &str, role| ArraySpec { name: name.into(), elem_size: 4, role };
+    let param = |name: &str, kind| ParamSpec { name: name.into(), kind };
+    BlockDesc {
+        name: "diff".into(),
+        entry: "k".into(),
+        arrays: vec![
+            array("a", ArrayRole::PerItem(Access::In)),
+            array("b", ArrayRole::PerItem(Access::In)),
+            array("w", ArrayRole::Whole),
+            array("o", ArrayRole::PerItem(Access::Out)),
+            array("g", ArrayRole::PerItem(Access::Out)),
+        ],
+        params: vec![param("p0", ParamKind::U32), param("p1", ParamKind::I32), param("p2", ParamKind::F32)],
+        forms: Forms { wgsl: Some(wgsl), ..Forms::default() },
+    }
+}
+
+/// Inputs full of edge values: NaNs with payloads, infinities, signed zeros, subnormals.
+fn inputs(seed: u64) -> eval::Inputs {
+    let mut state = seed ^ 0x5DEE_CE66_D1CE_4E5B;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let sub = kg::with_subnormals(seed);
+    let special_f = [
+        0x7fc0_0000,
+        0xffc0_0000,
+        0x7fc0_0001,
+        0x7f80_0001,
+        0x7f80_0000,
+        0xff80_0000,
+        0x8000_0000,
+        0x0000_0001,
+        0x807f_ffff,
+        0x3f80_0000,
+        0x4f80_0000,
+        0xcf00_0000,
+    ];
+    let a = (0..ITEMS)
+        .map(|_| {
+            let r = next();
+            kg::eval_edge(r, kg::T::U, sub)
+        })
+        .collect();
+    let b = (0..ITEMS)
+        .map(|_| {
+            let r = next();
+            let bits = if r % 4 == 0 {
+                special_f[(r >> 8) as usize % special_f.len()]
+            } else {
+                kg::eval_edge(r >> 3, kg::T::F, sub)
+            };
+            if sub { bits } else { kg::moderate(bits) }
+        })
+        .collect();
+    let w_len = 1 + (next() % 20) as usize;
+    let w = (0..w_len).map(|_| kg::eval_edge(next(), kg::T::I, sub) as i32).collect();
+    let p = [
+        kg::eval_edge(next(), kg::T::U, sub),
+        kg::eval_edge(next(), kg::T::I, sub),
+        kg::eval_edge(next(), kg::T::F, sub),
+    ];
+    eval::Inputs { a, b, w, p }
+}
+
+fn words(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Runs every tile on `device`; returns o and g for the whole run, and how many tiles the device
+/// declined as inexact (those take the reference's bits, as if run elsewhere).
+fn on_device(
+    device: &DeviceHandle,
+    desc: &Arc<BlockDesc>,
+    inputs: &eval::Inputs,
+    kernel: &kg::Kernel,
+) -> Result<(Vec<u8>, Vec<u8>, usize), String> {
+    let id = device.load_blocking(desc.clone()).map_err(|e| e.to_string())?;
+    let whole = WholeArray::new(Arc::from(words(&inputs.w.iter().map(|&x| x as u32).collect::<Vec<_>>())));
+    let (mut o, mut g, mut declined) = (Vec::new(), Vec::new(), 0);
+    for (start, count) in TILES {
+        let range = start as usize..(start + count) as usize;
+        let job = TileJob {
+            block: id,
+            tile: Tile { start, count },
+            params: inputs.p.to_vec(),
+            inputs: vec![Bytes::from(words(&inputs.a[range.clone()])), Bytes::from(words(&inputs.b[range]))],
+            whole: vec![whole.clone()],
+        };
+        match device.run_blocking(job) {
+            Ok(out) => {
+                o.extend_from_slice(&out.outputs[0]);
+                g.extend_from_slice(&out.outputs[1]);
+            }
+            Err(xcd_engine::EngineError::Inexact { reason, .. }) => {
+                declined += 1;
+                if std::env::var_os("XCD_DIFF_VERBOSE").is_some() {
+                    eprintln!("declined: {reason}");
+                }
+                let (to, tg) = eval::run(kernel, inputs, start as usize, count);
+                o.extend(words(&to));
+                g.extend(words(&tg));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok((o, g, declined))
+}
+
+fn reference(k: &kg::Kernel, inputs: &eval::Inputs) -> (Vec<u8>, Vec<u8>) {
+    let (mut o, mut g) = (Vec::new(), Vec::new());
+    for (start, count) in TILES {
+        let (to, tg) = eval::run(k, inputs, start as usize, count);
+        o.extend(words(&to));
+        g.extend(words(&tg));
+    }
+    (o, g)
+}
+
+/// The first item where two results differ, described.
+fn first_difference(name: &str, want: &(Vec<u8>, Vec<u8>), got: &(Vec<u8>, Vec<u8>)) -> Option<String> {
+    for (array, (w, g)) in [("o", (&want.0, &got.0)), ("g", (&want.1, &got.1))] {
+        if let Some(item) = (0..w.len() / 4).find(|&i| w[4 * i..4 * i + 4] != g[4 * i..4 * i + 4]) {
+            let word = |v: &[u8]| u32::from_le_bytes([v[4 * item], v[4 * item + 1], v[4 * item + 2], v[4 * item + 3]]);
+            return Some(format!("{name}: {array}[{item}] is {:#010x}, the reference {:#010x}", word(g), word(w)));
+        }
+    }
+    None
+}
+
+/// Where `kernel` gives other bits on `device` than its reference (None: nowhere) with the
+/// tiles it declined, or why it did not run.
+fn mismatch(
+    kernel: &kg::Kernel,
+    inputs: &eval::Inputs,
+    name: &str,
+    device: &DeviceHandle,
+) -> Result<(Option<String>, usize), String> {
+    let desc = Arc::new(desc(kernel.wgsl()));
+    let want = reference(kernel, inputs);
+    let (o, g, declined) = on_device(device, &desc, inputs, kernel).map_err(|e| format!("{name}: {e}"))?;
+    Ok((first_difference(name, &want, &(o, g)), declined))
+}
+
+#[test]
+fn generated_kernels_give_the_same_bits_everywhere() {
+    let count: u64 = std::env::var("XCD_DIFF_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let first: u64 = std::env::var("XCD_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let ptxas = xcd_ptxsim::ptxas::required();
+    let sim = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
+    let vulkan = xcd_engine::discover().devices.into_iter().find(|d| d.info().id.starts_with("vulkan:"));
+    if vulkan.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI installs llvmpipe: the Vulkan side must run there");
+        eprintln!("skipped the Vulkan side: no Vulkan device here");
+    }
+    let mut devices = vec![("ptx interpreter", &sim)];
+    if let Some(v) = &vulkan {
+        devices.push(("llvmpipe", v));
+    }
+    let mut failures = Vec::new();
+    let mut first_failure = None;
+    let mut declined_tiles = std::collections::BTreeMap::new();
+    for seed in first..first + count {
+        let kernel = kg::generate(seed);
+        let inputs = inputs(seed);
+        if let Some(ptxas) = &ptxas {
+            let ptx = xcd_forms::Kernel::from_wgsl(&kernel.wgsl(), "k").and_then(|k| k.ptx());
+            match ptx {
+                Ok(ptx) => {
+                    if let Err(e) = xcd_ptxsim::ptxas::check(ptxas, &ptx, &format!("diff{seed}")) {
+                        failures.push(format!("seed {seed}: {e}"));
+                    }
+                }
+                Err(e) => failures.push(format!("seed {seed}: no PTX: {e}")),
+            }
+        }
+        for (name, device) in &devices {
+            match mismatch(&kernel, &inputs, name, device) {
+                Ok((None, declined)) => {
+                    *declined_tiles.entry(*name).or_insert(0) += declined;
+                    if declined > 0 && std::env::var_os("XCD_DIFF_VERBOSE").is_some() {
+                        eprintln!("seed {seed} (subnormals {}): {declined} declined", kg::with_subnormals(seed));
+                    }
+                }
+                Ok((Some(diff), _)) => {
+                    failures.push(format!("seed {seed}: {diff}"));
+                    first_failure.get_or_insert((seed, kernel.clone(), inputs.clone(), *name, *device));
+                }
+                Err(e) => failures.push(format!("seed {seed}: {e}")),
+            }
+        }
+    }
+    eprintln!(
+        "differential: {count} kernels from seed {first} ({} tiles each), {} mismatches; tiles declined as inexact: {declined_tiles:?}",
+        TILES.len(),
+        failures.len()
+    );
+    let mut report = failures.join("\n");
+    if let Some((seed, kernel, inputs, name, device)) = first_failure {
+        let small = kg::shrink(&kernel, 600, &mut |k| matches!(mismatch(k, &inputs, name, device), Ok((Some(_), _))));
+        let why = mismatch(&small, &inputs, name, device).ok().and_then(|(d, _)| d).unwrap_or_default();
+        report.push_str(&format!("\n\nseed {seed} shrunk ({why}):\n{}", small.wgsl()));
+    }
+    assert!(failures.is_empty(), "generated kernels differ:\n{report}");
+}
