@@ -12,6 +12,7 @@
 //! - float to integer conversion gives 0 for NaN (its range clamp is naga's, written the same
 //!   way by every writer and by the PTX emitter);
 //! - shift amounts are taken modulo 32, as WGSL says (naga's SPIR-V shifts by them as given);
+//! - float `a != b` is `!(a == b)`, true for NaN (naga's SPIR-V uses the ordered not-equal);
 //! - `extractBits` / `insertBits` get WGSL's clamped offset and count;
 //! - a float NaN stored to a storage array, or bitcast to an integer, is the one canonical NaN
 //!   `0x7fc00000`: devices make NaNs with different payloads, and this is where they would show.
@@ -512,7 +513,10 @@ impl Rewriter<'_> {
                 match convert {
                     Some(_) => {
                         let converted = self.push(Expression::As { expr: x, kind, convert }, span);
-                        let nan = self.bin(Bo::NotEqual, x, x, span);
+                        // Not `x != x`: naga writes that as the ordered not-equal, false for NaN.
+                        let same = self.bin(Bo::Equal, x, x, span);
+                        let nan =
+                            self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: same }, span);
                         let zero = self.literal(kind, 0.0, size, span);
                         self.select(nan, zero, converted, span)
                     }
@@ -524,6 +528,13 @@ impl Rewriter<'_> {
                         }
                     }
                 }
+            }
+            // naga writes float `!=` as SPIR-V's ordered not-equal, false for NaN; IEEE (and
+            // every other form) says true: `!(a == b)` is the same everywhere.
+            Expression::Binary { op: Bo::NotEqual, left, right } if self.kind(left) == Some(ScalarKind::Float) => {
+                let (l, r) = (self.get(left)?, self.get(right)?);
+                let equal = self.bin(Bo::Equal, l, r, span);
+                self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: equal }, span)
             }
             Expression::Binary { op: op @ (Bo::ShiftLeft | Bo::ShiftRight), left, right } => {
                 let (l, r) = (self.get(left)?, self.get(right)?);
