@@ -39,15 +39,17 @@ pub fn bindings(desc: &BlockDesc) -> Vec<Binding> {
 /// Checks that `words` is valid SPIR-V with a compute entry point `entry` of workgroup size
 /// `(workgroup, 1, 1)` whose resources all sit in group 0 at the bindings `bindings` declares.
 pub fn check_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Binding]) -> Result<(), FormsError> {
-    parse_checked(words, entry, workgroup, bindings).map(|_| ())
+    crate::on_big_stack(|| parse_checked(words, entry, workgroup, bindings).map(|_| ()))
 }
 
 /// Checks `words` as [`check_spirv`] does and returns the SPIR-V to give a driver: the same
 /// kernel checked against the exact subset and written again by naga, bounds-checked and exact
 /// (see the module's doc).
 pub fn admit_spirv(words: &[u32], entry: &str, workgroup: u32, bindings: &[Binding]) -> Result<Vec<u32>, FormsError> {
-    let (module, _) = parse_checked(words, entry, workgroup, bindings)?;
-    crate::Kernel::prepare(module, None, entry)?.spirv()
+    crate::on_big_stack(|| {
+        let (module, _) = parse_checked(words, entry, workgroup, bindings)?;
+        crate::Kernel::prepare(module, None, entry)?.spirv()
+    })
 }
 
 fn parse_checked(
@@ -59,7 +61,8 @@ fn parse_checked(
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let options = naga::front::spv::Options { strict_capabilities: true, ..naga::front::spv::Options::default() };
     let module = crate::unpanicked("reading the SPIR-V", || {
-        naga::front::spv::parse_u8_slice(&bytes, &options).map_err(|e| FormsError::Invalid(e.to_string()))
+        naga::front::spv::parse_u8_slice(&bytes, &options)
+            .map_err(|e| FormsError::Invalid(format!("its SPIR-V does not read: {e}")))
     })??;
     let info = crate::unpanicked("validating the SPIR-V", || {
         Validator::new(ValidationFlags::all(), Capabilities::default())

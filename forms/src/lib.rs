@@ -52,8 +52,8 @@ pub enum FormsError {
     /// The WGSL does not parse.
     #[error("the WGSL does not parse: {0}")]
     Parse(String),
-    /// The WGSL parses but is not a valid module.
-    #[error("the WGSL is not valid: {0}")]
+    /// The kernel (WGSL or SPIR-V) reads but is not a valid module, or its SPIR-V does not read.
+    #[error("the kernel is not valid: {0}")]
     Invalid(String),
     /// The entry point is missing.
     #[error("the WGSL has no compute entry point named {0}")]
@@ -97,6 +97,22 @@ pub enum FormsError {
 /// daemon loads forms on a device's thread, where a panic would take the device out of service.
 fn unpanicked<T>(what: &'static str, step: impl FnOnce() -> T) -> Result<T, FormsError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).map_err(|_| FormsError::Reader(what))
+}
+
+/// The stack naga's steps run on. Its WGSL front end recurses once per operator of an
+/// expression (measured: a chain of 5,000 `+` overflows 2 MiB, a thread's default); with the
+/// source bounded by [`subset::check_source`], this leaves a wide margin even in debug builds.
+const NAGA_STACK: usize = 64 << 20;
+
+/// Runs `step` on a thread of its own with [`NAGA_STACK`] of stack, so a kernel from outside can
+/// never overflow the caller's (a daemon's) stack; only the pages used are ever touched.
+fn on_big_stack<T: Send>(step: impl FnOnce() -> Result<T, FormsError> + Send) -> Result<T, FormsError> {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new().name("xcd-forms".into()).stack_size(NAGA_STACK).spawn_scoped(scope, step) {
+            Ok(thread) => thread.join().unwrap_or(Err(FormsError::Reader("a step of xcd-forms"))),
+            Err(e) => Err(FormsError::Internal(format!("cannot start a thread to read the kernel: {e}"))),
+        }
+    })
 }
 
 /// Out-of-range reads give zero and out-of-range writes are dropped, in every form, so a kernel
@@ -160,20 +176,26 @@ pub struct Kernel {
 impl Kernel {
     /// Reads a kernel from WGSL source.
     pub fn from_wgsl(wgsl: &str, entry: &str) -> Result<Kernel, FormsError> {
-        let module = unpanicked("reading the WGSL", || {
-            naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
-        })??;
-        Kernel::prepare(module, Some(wgsl), entry)
+        subset::check_source(wgsl)?;
+        on_big_stack(|| {
+            let module = unpanicked("reading the WGSL", || {
+                naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
+            })??;
+            Kernel::prepare(module, Some(wgsl), entry)
+        })
     }
 
     /// Reads a kernel from SPIR-V words (a program's form, when it carries no WGSL).
     pub fn from_spirv(words: &[u32], entry: &str) -> Result<Kernel, FormsError> {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let options = naga::front::spv::Options { strict_capabilities: true, ..naga::front::spv::Options::default() };
-        let module = unpanicked("reading the SPIR-V", || {
-            naga::front::spv::parse_u8_slice(&bytes, &options).map_err(|e| FormsError::Invalid(e.to_string()))
-        })??;
-        Kernel::prepare(module, None, entry)
+        on_big_stack(|| {
+            let module = unpanicked("reading the SPIR-V", || {
+                naga::front::spv::parse_u8_slice(&bytes, &options)
+                    .map_err(|e| FormsError::Invalid(format!("its SPIR-V does not read: {e}")))
+            })??;
+            Kernel::prepare(module, None, entry)
+        })
     }
 
     /// Reads the kernel a block carries (its WGSL, or else its SPIR-V) and checks it against
@@ -215,6 +237,10 @@ impl Kernel {
 
     /// The SPIR-V form for a device with what it needs (see [`SpirvOptions`]).
     pub fn spirv_for(&self, options: SpirvOptions) -> Result<Vec<u32>, FormsError> {
+        on_big_stack(|| self.spirv_here(options))
+    }
+
+    fn spirv_here(&self, options: SpirvOptions) -> Result<Vec<u32>, FormsError> {
         let mut words = if options.guard_loops || options.guard_subnormals || options.opaque_constants {
             let mut module = self.module.clone();
             let detect = guard::Detect { loops: options.guard_loops, subnormals: options.guard_subnormals };
@@ -240,8 +266,12 @@ impl Kernel {
         self.interface.arrays.len() as u32 + 1
     }
 
-    /// The MSL form: bounds-checked, to be compiled with fast math off.
+    /// The MSL form: bounds-checked, asking the Metal compiler for safe math with no contraction.
     pub fn msl(&self) -> Result<String, FormsError> {
+        on_big_stack(|| self.msl_here())
+    }
+
+    fn msl_here(&self) -> Result<String, FormsError> {
         let options =
             msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
         let pipeline = msl::PipelineOptions {
@@ -250,12 +280,14 @@ impl Kernel {
         };
         let (text, _) = unpanicked("writing MSL", || msl::write_string(&self.module, &self.info, &options, &pipeline))?
             .map_err(|e| FormsError::Msl(e.to_string()))?;
-        Ok(text)
+        // wgpu compiles passthrough MSL with Metal's default options, which allow fast math:
+        // the source asks for IEEE arithmetic itself (Metal 3.2; older compilers ignore these).
+        Ok(format!("#pragma METAL fp math_mode(safe)\n#pragma METAL fp contract(off)\n{text}"))
     }
 
     /// The PTX form, for sm_60 and later.
     pub fn ptx(&self) -> Result<String, FormsError> {
-        unpanicked("writing PTX", || ptx::write(&self.module, &self.entry))?
+        on_big_stack(|| unpanicked("writing PTX", || ptx::write(&self.module, &self.entry))?)
     }
 }
 

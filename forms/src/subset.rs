@@ -41,6 +41,62 @@ pub(crate) fn locate(span: naga::Span, source: Option<&str>) -> Option<Location>
     Some(Location { line: at.line_number, column: at.line_position })
 }
 
+/// The most WGSL one kernel may be.
+pub const MAX_SOURCE_BYTES: usize = 1 << 20;
+/// The most operators one statement may hold. naga's WGSL front end recurses once per operator
+/// of an expression, so a long enough chain would overflow any stack; real kernels stay far
+/// below this.
+pub const MAX_OPERATORS_PER_STATEMENT: usize = 1000;
+
+/// Bounds a WGSL source before naga reads it: its size, and the operators of each statement
+/// (counted between `;`, `{` and `}`, outside comments).
+pub fn check_source(wgsl: &str) -> Result<(), FormsError> {
+    if wgsl.len() > MAX_SOURCE_BYTES {
+        return Err(FormsError::Parse(format!(
+            "the kernel is {} bytes of WGSL; at most {MAX_SOURCE_BYTES} are read",
+            wgsl.len()
+        )));
+    }
+    let (mut operators, mut statement_start) = (0usize, 0usize);
+    let bytes = wgsl.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'/' if bytes.get(at + 1) == Some(&b'/') => {
+                while at < bytes.len() && bytes[at] != b'\n' {
+                    at += 1;
+                }
+            }
+            b'/' if bytes.get(at + 1) == Some(&b'*') => {
+                at += 2;
+                while at + 1 < bytes.len() && !(bytes[at] == b'*' && bytes[at + 1] == b'/') {
+                    at += 1;
+                }
+                at += 1;
+            }
+            b';' | b'{' | b'}' => {
+                operators = 0;
+                statement_start = at + 1;
+            }
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'!' | b'~' | b'=' | b',' => {
+                operators += 1;
+                if operators > MAX_OPERATORS_PER_STATEMENT {
+                    let first = (statement_start..at).find(|&k| !bytes[k].is_ascii_whitespace()).unwrap_or(at);
+                    let at = locate(naga::Span::new(first as u32, first as u32 + 1), Some(wgsl));
+                    return Err(FormsError::Unsupported {
+                        at,
+                        construct: format!("a statement of more than {MAX_OPERATORS_PER_STATEMENT} operators"),
+                        why: "split the expression across statements with let".into(),
+                    });
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
 struct Checker<'a> {
     module: &'a Module,
     source: Option<&'a str>,

@@ -149,7 +149,21 @@ fn a_description_that_differs_from_the_kernel_is_refused() {
 #[test]
 fn huge_and_deeply_nested_kernels_are_refused_or_made_without_a_crash() {
     let deep = kernel(&format!("    y[i] = {}x[i]{};", "(".repeat(5000), ")".repeat(5000)));
-    let _ = Kernel::from_wgsl(&deep, "k");
+    assert!(Kernel::from_wgsl(&deep, "k").is_err(), "naga's own recursion limit");
+    // A chain of operators: naga's front end recurses once per operator (5,000 overflowed a
+    // 2 MiB stack, a daemon thread's), so statements are bounded and naga runs on a big stack.
+    let chain = |n: usize| kernel(&format!("    y[i] = x[i]{};", "+x[i]".repeat(n)));
+    let near = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || Kernel::from_wgsl(&chain(900), "k").and_then(|k| k.ptx()));
+    assert!(
+        near.expect("a thread").join().expect("no overflow").is_ok(),
+        "900 operators are read, on any caller's stack"
+    );
+    let e = refused(&kernel(&format!("    y[i] = x[i]{};", "+x[i]".repeat(50_000))));
+    assert!(e.to_string().starts_with("line 9:5: a statement of more than 1000 operators"), "{e}");
+    let big = format!("{}{}", kernel("    y[i] = x[i];"), "// padding\n".repeat(120_000));
+    assert!(refused(&big).to_string().contains("at most 1048576 are read"));
     let nested =
         kernel(&format!("{}    y[i] = 1.0;\n{}", "    if (x[i] > 0.0) {\n".repeat(300), "    }\n".repeat(300)));
     match Kernel::from_wgsl(&nested, "k").and_then(|k| k.ptx()) {

@@ -114,7 +114,7 @@ async fn check_kernel(desc: &Arc<BlockDesc>) -> Result<(), ApiError> {
     let checked = tokio::task::spawn_blocking(move || xcd_forms::Kernel::for_block(&desc).map(|_| ()))
         .await
         .map_err(|_| ApiError::LoadFailed("checking the block's kernel failed inside the daemon".into()))?;
-    checked.map_err(|e| ApiError::LoadFailed(format!("block's kernel: {e}")))
+    checked.map_err(|e| ApiError::LoadFailed(format!("the block's kernel: {e}")))
 }
 
 fn parse_hash(text: &str) -> Result<[u8; 32], ApiError> {

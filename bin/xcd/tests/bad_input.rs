@@ -1,4 +1,4 @@
-//! The bad-input suite: fifty-one kinds of malformed, hostile or out-of-range input sent to a
+//! The bad-input suite: fifty-six kinds of malformed, hostile or out-of-range input sent to a
 //! live daemon over real TLS and HTTP/2, each answered with its stable code and a sentence that
 //! says what to do, while a canary client keeps running correct tiles on its own connection
 //! (every one must come back right), the daemon's memory stays bounded, and it keeps serving.
@@ -255,11 +255,11 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         .await
     );
     case!(
-        "SPIR-V that is garbage",
+        "SPIR-V that is garbage (and no WGSL)",
         "load_failed",
         outcome(
             post("/v1/blocks")
-                .body(block_json(&|v| v["forms"]["spirv"] = serde_json::json!([119734787, 1, 2, 3, 4, 5])))
+                .body(block_json(&|v| v["forms"] = serde_json::json!({ "spirv": [119734787, 1, 2, 3, 4, 5] })))
                 .send()
                 .await
                 .expect("sent")
@@ -291,6 +291,72 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         "load_failed",
         outcome(post("/v1/blocks").body(block_json(&|v| v["entry"] = "nowhere".into())).send().await.expect("sent"))
             .await
+    );
+
+    // Blocks that carry only WGSL, as a REST client writes them: the daemon reads the kernel
+    // once, before any device loads it, and refuses it with the construct and its line.
+    let wgsl_only = |edit: &dyn Fn(&str) -> String| {
+        let escape = xcd_kernels::escape();
+        let wgsl = edit(escape.desc.forms.wgsl.as_deref().expect("escape's WGSL"));
+        block_json(&|v| v["forms"] = serde_json::json!({ "wgsl": wgsl }))
+    };
+    case!(
+        "WGSL that does not parse",
+        "load_failed",
+        outcome(
+            post("/v1/blocks").body(wgsl_only(&|w| w.replace("let item", "let item item"))).send().await.expect("sent")
+        )
+        .await
+    );
+    case!(
+        "WGSL with a builtin outside the exact subset (exp)",
+        "load_failed",
+        outcome(
+            post("/v1/blocks")
+                .body(wgsl_only(&|w| w.replace("n = n + 1u;", "n = n + u32(exp(x));")))
+                .send()
+                .await
+                .expect("sent")
+        )
+        .await
+    );
+    let mismatched = {
+        let escape = xcd_kernels::escape();
+        let wgsl = escape.desc.forms.wgsl.clone();
+        block_json(&|v| {
+            v["forms"] = serde_json::json!({ "wgsl": wgsl });
+            v["arrays"][0]["elem_size"] = 8.into();
+        })
+    };
+    case!(
+        "WGSL whose bindings differ from the description",
+        "load_failed",
+        outcome(post("/v1/blocks").body(mismatched).send().await.expect("sent")).await
+    );
+    case!(
+        "WGSL with a statement of 100000 operators",
+        "load_failed",
+        outcome(
+            post("/v1/blocks")
+                .body(wgsl_only(&|w| w.replace("n = n + 1u;", &format!("n = n{};", " + 1u".repeat(100_000)))))
+                .send()
+                .await
+                .expect("sent")
+        )
+        .await
+    );
+    case!(
+        "WGSL nested 300 blocks deep",
+        "load_failed",
+        outcome(
+            post("/v1/blocks")
+                .body(wgsl_only(&|w| w
+                    .replace("n = n + 1u;", &format!("{}n = n + 1u;{}", "if (n < 9u) {".repeat(300), "}".repeat(300)))))
+                .send()
+                .await
+                .expect("sent")
+        )
+        .await
     );
 
     // Whole arrays.
@@ -495,6 +561,13 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     );
     assert!(rows.len() >= 40, "{} cases", rows.len());
     assert!(wrong.is_empty(), "cases answered otherwise:\n{}", wrong.join("\n"));
+    let detail = |name: &str| rows.iter().find(|r| r.0 == name).map(|r| r.2.detail.clone()).unwrap_or_default();
+    let exp = detail("WGSL with a builtin outside the exact subset (exp)");
+    assert!(exp.contains(": line ") && exp.contains("exp() is not in the exact subset"), "{exp}");
+    let mismatch = detail("WGSL whose bindings differ from the description");
+    assert!(mismatch.contains("elements of 4 bytes in the kernel and array counts of 8"), "{mismatch}");
+    let long = detail("WGSL with a statement of 100000 operators");
+    assert!(long.contains("more than 1000 operators"), "{long}");
     assert!(good >= 5 && bad == 0, "the canary: {good} right, {bad} wrong");
     assert!(rss_after < rss_before + 256 * 1024, "memory grew from {rss_before} to {rss_after} KiB");
     let health = xcd_e2e::client().get(daemon.url("/healthz")).send().await.expect("still serving");

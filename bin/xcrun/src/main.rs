@@ -47,6 +47,10 @@ enum Command {
         /// Print only the block's id (its content address).
         #[arg(long)]
         id: bool,
+        /// Keep only the block's WGSL, as a REST client would send it: a daemon makes its own
+        /// GPU's form from it.
+        #[arg(long)]
+        wgsl: bool,
     },
 }
 
@@ -64,7 +68,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Devices { json } => devices(json),
-        Command::Block { name, id } => block(&name, id),
+        Command::Block { name, id, wgsl } => block(&name, id, wgsl),
         Command::Pins { action } => pins(action),
         Command::Check { daemon: Some(daemon) } => check(&daemon),
         Command::Check { daemon: None } => check_found(),
@@ -166,17 +170,21 @@ fn pins(action: Option<PinAction>) -> ExitCode {
     }
 }
 
-fn block(name: &str, id_only: bool) -> ExitCode {
+fn block(name: &str, id_only: bool, wgsl_only: bool) -> ExitCode {
     let Some(block) = xcd_kernels::all().into_iter().find(|b| b.desc.name == name) else {
         let names: Vec<String> = xcd_kernels::all().iter().map(|b| b.desc.name.clone()).collect();
         eprintln!("xcrun: no example block named {name:?}; there are {}", names.join(", "));
         return ExitCode::from(64);
     };
+    let mut desc = (*block.desc).clone();
+    if wgsl_only {
+        desc.forms = xcd_wire::Forms { wgsl: desc.forms.wgsl.take(), ..xcd_wire::Forms::default() };
+    }
     if id_only {
-        println!("{}", block.desc.id());
+        println!("{}", desc.id());
         return ExitCode::SUCCESS;
     }
-    match serde_json::to_string(&*block.desc) {
+    match serde_json::to_string(&desc) {
         Ok(text) => {
             println!("{text}");
             ExitCode::SUCCESS
