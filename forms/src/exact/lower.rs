@@ -1,0 +1,344 @@
+//! What each construct becomes in the exactness pass (see the module above), and the hiding of
+//! constants for llvmpipe.
+
+use naga::{BinaryOperator as Bo, Expression, Handle, Literal, MathFunction as Mf, ScalarKind, Span, VectorSize};
+
+use super::{CANONICAL_NAN, Rewriter, internal};
+use crate::FormsError;
+
+impl Rewriter<'_> {
+    fn literal(&mut self, kind: ScalarKind, value: f64, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
+        let lit = match kind {
+            ScalarKind::Float => Literal::F32(value as f32),
+            ScalarKind::Sint => Literal::I32(value as i32),
+            _ => Literal::U32(value as u32),
+        };
+        let h = self.push(Expression::Literal(lit), span);
+        self.splat(h, size, span)
+    }
+
+    fn splat(&mut self, value: Handle<Expression>, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
+        match size {
+            Some(size) => self.push(Expression::Splat { size, value }, span),
+            None => value,
+        }
+    }
+
+    fn bin(&mut self, op: Bo, left: Handle<Expression>, right: Handle<Expression>, span: Span) -> Handle<Expression> {
+        self.push(Expression::Binary { op, left, right }, span)
+    }
+
+    fn select(
+        &mut self,
+        c: Handle<Expression>,
+        yes: Handle<Expression>,
+        no: Handle<Expression>,
+        span: Span,
+    ) -> Handle<Expression> {
+        self.push(Expression::Select { condition: c, accept: yes, reject: no }, span)
+    }
+
+    fn math(&mut self, fun: Mf, args: &[Handle<Expression>], span: Span) -> Handle<Expression> {
+        let arg = |i: usize| args.get(i).copied();
+        self.push(Expression::Math { fun, arg: args[0], arg1: arg(1), arg2: arg(2), arg3: arg(3) }, span)
+    }
+
+    /// `b < a ? b : a` (WGSL's `min`) or `a < b ? b : a` (its `max`).
+    fn min_max(&mut self, fun: Mf, a: Handle<Expression>, b: Handle<Expression>, span: Span) -> Handle<Expression> {
+        let less = if fun == Mf::Min { self.bin(Bo::Less, b, a, span) } else { self.bin(Bo::Less, a, b, span) };
+        self.select(less, b, a, span)
+    }
+
+    /// Component `i` of a vector value.
+    fn component(&mut self, v: Handle<Expression>, i: u32, span: Span) -> Handle<Expression> {
+        self.push(Expression::AccessIndex { base: v, index: i }, span)
+    }
+
+    /// `a.x * b.x + a.y * b.y + …`, summed left to right.
+    fn dot(&mut self, a: Handle<Expression>, b: Handle<Expression>, n: u32, span: Span) -> Handle<Expression> {
+        let mut sum = None;
+        for i in 0..n {
+            let (x, y) = (self.component(a, i, span), self.component(b, i, span));
+            let product = self.bin(Bo::Multiply, x, y, span);
+            sum = Some(match sum {
+                None => product,
+                Some(s) => self.bin(Bo::Add, s, product, span),
+            });
+        }
+        sum.unwrap_or(a)
+    }
+
+    /// `sqrt(dot(v, v))` for a vector, `abs(v)` for a scalar.
+    fn length(&mut self, v: Handle<Expression>, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
+        match size {
+            Some(n) => {
+                let d = self.dot(v, v, n as u32, span);
+                self.math(Mf::Sqrt, &[d], span)
+            }
+            None => self.math(Mf::Abs, &[v], span),
+        }
+    }
+
+    /// The bits of `x` with every NaN made [`CANONICAL_NAN`], as a u32 (vector) value.
+    ///
+    /// The test is on the bits, not `x != x`: LLVM (llvmpipe) treats all NaNs as one value and
+    /// folds `x != x ? NaN : x` back to `x`, which would let a payload through.
+    fn canonical_bits(&mut self, x: Handle<Expression>, size: Option<VectorSize>, span: Span) -> Handle<Expression> {
+        let bits = self.push(Expression::As { expr: x, kind: ScalarKind::Uint, convert: None }, span);
+        let magnitude = self.literal(ScalarKind::Uint, f64::from(0x7fff_ffffu32), size, span);
+        let infinity = self.literal(ScalarKind::Uint, f64::from(0x7f80_0000u32), size, span);
+        let canon = self.literal(ScalarKind::Uint, f64::from(CANONICAL_NAN), size, span);
+        let abs = self.bin(Bo::And, bits, magnitude, span);
+        let nan = self.bin(Bo::Greater, abs, infinity, span);
+        self.select(nan, canon, bits, span)
+    }
+
+    /// `x` with every NaN made [`CANONICAL_NAN`], as a float (vector) value.
+    pub(super) fn canonical(
+        &mut self,
+        x: Handle<Expression>,
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Handle<Expression> {
+        let bits = self.canonical_bits(x, size, span);
+        self.push(Expression::As { expr: bits, kind: ScalarKind::Float, convert: None }, span)
+    }
+
+    /// `bitcast<f32>(bitcast<u32>(x) | zero)`, with `zero` loaded from the opaque word.
+    fn opaque(
+        &mut self,
+        x: Handle<Expression>,
+        word: Handle<naga::GlobalVariable>,
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Handle<Expression> {
+        let global = self.push(Expression::GlobalVariable(word), span);
+        let at = self.push(Expression::AccessIndex { base: global, index: 1 }, span);
+        let zero = self.push(Expression::Load { pointer: at }, span);
+        let zero = self.splat(zero, size, span);
+        let bits = self.push(Expression::As { expr: x, kind: ScalarKind::Uint, convert: None }, span);
+        let hidden = self.bin(Bo::InclusiveOr, bits, zero, span);
+        self.push(Expression::As { expr: hidden, kind: ScalarKind::Float, convert: None }, span)
+    }
+
+    /// [`opaque_constants`]'s rewrite of one emitted expression.
+    fn lower_opaque(
+        &mut self,
+        old: Handle<Expression>,
+        word: Handle<naga::GlobalVariable>,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let span = self.old.get_span(old);
+        match self.old[old] {
+            Expression::Binary { op: op @ (Bo::Add | Bo::Subtract | Bo::Multiply | Bo::Divide), left, right }
+                if self.kind(old) == Some(ScalarKind::Float) =>
+            {
+                let mut operands = [left, right].map(|h| (h, None));
+                for (h, new) in operands.iter_mut() {
+                    let value = self.get(*h)?;
+                    // What the compiler may fold to a constant is hidden: anything but the result
+                    // of another (already hidden) float + - * /.
+                    let computed = matches!(
+                        self.old[*h],
+                        Expression::Binary { op: Bo::Add | Bo::Subtract | Bo::Multiply | Bo::Divide, .. }
+                    );
+                    *new = Some(if computed { value } else { self.opaque(value, word, self.size(*h), span) });
+                }
+                let [(_, Some(l)), (_, Some(r))] = operands else {
+                    return Err(internal("an operand that did not map"));
+                };
+                Ok(self.bin(op, l, r, span))
+            }
+            // A float select of constants is a pattern NIR rewrites into its own operations
+            // (`x < 0 ? -1 : (0 < x ? 1 : 0)` became its fsign, which keeps -0): its arms are
+            // hidden too.
+            Expression::Select { condition, accept, reject } if self.kind(old) == Some(ScalarKind::Float) => {
+                let c = self.get(condition)?;
+                let mut arms = [accept, reject].map(|h| (h, None));
+                for (h, new) in arms.iter_mut() {
+                    let value = self.get(*h)?;
+                    let computed = matches!(self.old[*h], Expression::Binary { .. } | Expression::Select { .. });
+                    *new = Some(if computed { value } else { self.opaque(value, word, self.size(*h), span) });
+                }
+                let [(_, Some(yes)), (_, Some(no))] = arms else { return Err(internal("an arm that did not map")) };
+                Ok(self.select(c, yes, no, span))
+            }
+            ref other => {
+                let e = self.remap(other.clone())?;
+                Ok(self.push(e, span))
+            }
+        }
+    }
+
+    /// Rewrites one emitted expression.
+    pub(super) fn lower(&mut self, old: Handle<Expression>) -> Result<(), FormsError> {
+        if let Some(word) = self.opaque {
+            let new = self.lower_opaque(old, word)?;
+            self.map[old.index()] = Some(new);
+            return Ok(());
+        }
+        let span = self.old.get_span(old);
+        let e = self.old[old].clone();
+        let float = self.kind(old) == Some(ScalarKind::Float);
+        let size = self.size(old);
+        let new = match e {
+            Expression::Math { fun, arg, arg1, arg2, .. } => {
+                let a = self.get(arg)?;
+                let b = arg1.map(|h| self.get(h)).transpose()?;
+                let c = arg2.map(|h| self.get(h)).transpose()?;
+                let arg_float = self.kind(arg) == Some(ScalarKind::Float);
+                let arg_size = self.size(arg);
+                match (fun, b, c) {
+                    (Mf::Min | Mf::Max, Some(b), _) if float => self.min_max(fun, a, b, span),
+                    (Mf::Clamp, Some(lo), Some(hi)) => {
+                        if float {
+                            let m = self.min_max(Mf::Max, a, lo, span);
+                            self.min_max(Mf::Min, m, hi, span)
+                        } else {
+                            let m = self.math(Mf::Max, &[a, lo], span);
+                            self.math(Mf::Min, &[m, hi], span)
+                        }
+                    }
+                    (Mf::Saturate, _, _) => {
+                        let (zero, one) = (
+                            self.literal(ScalarKind::Float, 0.0, size, span),
+                            self.literal(ScalarKind::Float, 1.0, size, span),
+                        );
+                        let m = self.min_max(Mf::Max, a, zero, span);
+                        self.min_max(Mf::Min, m, one, span)
+                    }
+                    (Mf::Dot, Some(b), _) => self.dot(a, b, arg_size.map_or(1, |s| s as u32), span),
+                    (Mf::Length, _, _) => self.length(a, arg_size, span),
+                    (Mf::Distance, Some(b), _) => {
+                        let d = self.bin(Bo::Subtract, a, b, span);
+                        self.length(d, arg_size, span)
+                    }
+                    (Mf::Normalize, _, _) => {
+                        let len = self.length(a, arg_size, span);
+                        let len = self.splat(len, arg_size, span);
+                        self.bin(Bo::Divide, a, len, span)
+                    }
+                    (Mf::Cross, Some(b), _) => {
+                        let mut parts = Vec::new();
+                        for (i, j) in [(1, 2), (2, 0), (0, 1)] {
+                            let (ai, bj, aj, bi) = (
+                                self.component(a, i, span),
+                                self.component(b, j, span),
+                                self.component(a, j, span),
+                                self.component(b, i, span),
+                            );
+                            let (l, r) = (self.bin(Bo::Multiply, ai, bj, span), self.bin(Bo::Multiply, aj, bi, span));
+                            parts.push(self.bin(Bo::Subtract, l, r, span));
+                        }
+                        let ty = self.type_handle(old);
+                        self.push(Expression::Compose { ty, components: parts }, span)
+                    }
+                    (Mf::Sign, _, _) => {
+                        let kind = self.kind(old).unwrap_or(ScalarKind::Float);
+                        let zero = self.literal(kind, 0.0, size, span);
+                        let one = self.literal(kind, 1.0, size, span);
+                        let minus = self.literal(kind, -1.0, size, span);
+                        let gt = self.bin(Bo::Greater, a, zero, span);
+                        let lt = self.bin(Bo::Less, a, zero, span);
+                        let s = self.select(gt, one, zero, span);
+                        self.select(lt, minus, s, span)
+                    }
+                    (Mf::Fract, _, _) => {
+                        let f = self.math(Mf::Floor, &[a], span);
+                        self.bin(Bo::Subtract, a, f, span)
+                    }
+                    (Mf::Step, Some(x), _) => {
+                        let (zero, one) = (
+                            self.literal(ScalarKind::Float, 0.0, size, span),
+                            self.literal(ScalarKind::Float, 1.0, size, span),
+                        );
+                        let le = self.bin(Bo::LessEqual, a, x, span);
+                        self.select(le, one, zero, span)
+                    }
+                    (Mf::Mix, Some(b), Some(t)) => {
+                        let t =
+                            if self.size(arg2.unwrap_or(arg)).is_none() { self.splat(t, arg_size, span) } else { t };
+                        let one = self.literal(ScalarKind::Float, 1.0, arg_size, span);
+                        let rest = self.bin(Bo::Subtract, one, t, span);
+                        let l = self.bin(Bo::Multiply, a, rest, span);
+                        let r = self.bin(Bo::Multiply, b, t, span);
+                        self.bin(Bo::Add, l, r, span)
+                    }
+                    (Mf::ExtractBits, Some(offset), Some(count)) => {
+                        let (o, c) = self.clamp_bits(offset, count, span);
+                        self.math(Mf::ExtractBits, &[a, o, c], span)
+                    }
+                    (Mf::InsertBits, Some(bits), Some(offset)) => {
+                        let count = match self.old[old] {
+                            Expression::Math { arg3: Some(count), .. } => self.get(count)?,
+                            _ => return Err(internal("insertBits without a count")),
+                        };
+                        let (o, c) = self.clamp_bits(offset, count, span);
+                        self.math(Mf::InsertBits, &[a, bits, o, c], span)
+                    }
+                    _ => {
+                        let _ = arg_float;
+                        let e = self.remap(self.old[old].clone())?;
+                        self.push(e, span)
+                    }
+                }
+            }
+            Expression::As { expr, kind: kind @ (ScalarKind::Sint | ScalarKind::Uint), convert }
+                if self.kind(expr) == Some(ScalarKind::Float) =>
+            {
+                let x = self.get(expr)?;
+                let size = self.size(expr);
+                match convert {
+                    Some(_) => {
+                        let converted = self.push(Expression::As { expr: x, kind, convert }, span);
+                        // Not `x != x`: naga writes that as the ordered not-equal, false for NaN.
+                        let same = self.bin(Bo::Equal, x, x, span);
+                        let nan =
+                            self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: same }, span);
+                        let zero = self.literal(kind, 0.0, size, span);
+                        self.select(nan, zero, converted, span)
+                    }
+                    None => {
+                        let bits = self.canonical_bits(x, size, span);
+                        match kind {
+                            ScalarKind::Uint => bits,
+                            _ => self.push(Expression::As { expr: bits, kind, convert }, span),
+                        }
+                    }
+                }
+            }
+            // naga writes float `!=` as SPIR-V's ordered not-equal, false for NaN; IEEE (and
+            // every other form) says true: `!(a == b)` is the same everywhere.
+            Expression::Binary { op: Bo::NotEqual, left, right } if self.kind(left) == Some(ScalarKind::Float) => {
+                let (l, r) = (self.get(left)?, self.get(right)?);
+                let equal = self.bin(Bo::Equal, l, r, span);
+                self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: equal }, span)
+            }
+            Expression::Binary { op: op @ (Bo::ShiftLeft | Bo::ShiftRight), left, right } => {
+                let (l, r) = (self.get(left)?, self.get(right)?);
+                let mask = self.literal(ScalarKind::Uint, 31.0, self.size(right), span);
+                let r = self.bin(Bo::And, r, mask, span);
+                self.bin(op, l, r, span)
+            }
+            other => {
+                let e = self.remap(other)?;
+                self.push(e, span)
+            }
+        };
+        self.map[old.index()] = Some(new);
+        Ok(())
+    }
+
+    /// WGSL's `o = min(offset, 32u)`, `c = min(count, 32u - o)`.
+    fn clamp_bits(
+        &mut self,
+        offset: Handle<Expression>,
+        count: Handle<Expression>,
+        span: Span,
+    ) -> (Handle<Expression>, Handle<Expression>) {
+        let w = self.literal(ScalarKind::Uint, 32.0, None, span);
+        let o = self.math(Mf::Min, &[offset, w], span);
+        let room = self.bin(Bo::Subtract, w, o, span);
+        let c = self.math(Mf::Min, &[count, room], span);
+        (o, c)
+    }
+}
