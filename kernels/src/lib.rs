@@ -4,12 +4,13 @@
 //!
 //! Each block's WGSL in `wgsl/` is the one source: SPIR-V, MSL and PTX are made from it at
 //! build time (`build.rs`, with xcd-forms); its CPU form is the plain Rust below, written to the
-//! same arithmetic. This crate owns the kernels only; it must not run anything.
+//! same arithmetic and the exact subset's rules (a stored NaN is the canonical one). This crate
+//! owns the kernels only; it must not run anything.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
-use xcd_runtime::{Block, CpuTile};
+use xcd_runtime::{Block, CpuTile, canonical};
 use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec};
 
 macro_rules! forms {
@@ -100,7 +101,7 @@ fn saxpy_cpu(t: &mut CpuTile<'_>) {
         // Written in the kernel's order (a * x, then + y) so the three forms read alike.
         #[allow(clippy::assign_op_pattern)]
         {
-            *y = a * x + *y;
+            *y = canonical(a * x + *y);
         }
     }
 }
@@ -133,7 +134,7 @@ fn poly_cpu(t: &mut CpuTile<'_>) {
         for k in (0..terms as usize).rev() {
             acc = acc * v + coef.get(k).copied().unwrap_or(0.0);
         }
-        *y = acc;
+        *y = canonical(acc);
     }
 }
 

@@ -2,10 +2,33 @@
 //!
 //! The CPU form is plain Rust over one tile ([`CpuTile`]): every float operation is rounded on
 //! its own, as the GPU forms are made to do, so a tile gives the same bits wherever it runs.
+//! It follows the rules of the exact subset (docs/kernels.md) that Rust does not follow by
+//! itself; [`canonical`] and [`to_u32`] / [`to_i32`] are those rules.
 
 use std::sync::Arc;
 
 use xcd_wire::{BlockDesc, Tile};
+
+/// The NaN every form stores: quiet, no payload, sign clear (`0x7fc00000`). Devices make NaNs
+/// with other bits, so a CPU form passes every float it stores through this.
+#[inline]
+pub fn canonical(x: f32) -> f32 {
+    if x.is_nan() { f32::from_bits(0x7fc0_0000) } else { x }
+}
+
+/// WGSL's `u32(x)` as every form computes it: NaN gives 0, and the value is clamped to
+/// `[0, 4294967040]` (the largest f32 below 2^32) before truncating.
+#[inline]
+pub fn to_u32(x: f32) -> u32 {
+    if x.is_nan() { 0 } else { x.clamp(0.0, 4_294_967_040.0) as u32 }
+}
+
+/// WGSL's `i32(x)` as every form computes it: NaN gives 0, and the value is clamped to
+/// `[-2147483648, 2147483520]` before truncating (Rust's `as` would give 2147483647 at the top).
+#[inline]
+pub fn to_i32(x: f32) -> i32 {
+    if x.is_nan() { 0 } else { x.clamp(-2_147_483_648.0, 2_147_483_520.0) as i32 }
+}
 
 /// The CPU form of a kernel: runs every item of one tile.
 pub type CpuKernel = fn(&mut CpuTile<'_>);

@@ -21,7 +21,11 @@ const BACKENDS: &[(&str, Required)] = &[
     ("gpu:cuda:xcd-ptxsim", Required::Always),
     ("gpu:vulkan:", Required::InCi),
     ("gpu:cuda:", Required::WhenDriverPresent),
+    (NVIDIA_VULKAN, Required::WhenDriverPresent),
 ];
+
+/// An NVIDIA GPU through its Vulkan driver (opened without CUDA, which otherwise serves it).
+const NVIDIA_VULKAN: &str = "gpu:vulkan:NVIDIA";
 
 /// The PTX interpreter's worker name.
 const SIM: &str = "gpu:cuda:xcd-ptxsim";
@@ -33,6 +37,13 @@ fn par_for(prefix: &str) -> Option<Par> {
         let inventory = xcd_engine::Inventory { devices: vec![device], notes: Vec::new() };
         let settings = Settings { workers: vec![WorkerChoice::Named(SIM.into())], ..Settings::default() };
         return Some(Par::with_inventory(settings, inventory).expect("the interpreter's worker"));
+    }
+    if prefix == NVIDIA_VULKAN {
+        let options = xcd_engine::Options { cuda: false, ..xcd_engine::Options::default() };
+        let inventory = xcd_engine::discover_with(options);
+        let name = inventory.devices.iter().map(|d| format!("gpu:{}", d.info().id)).find(|n| n.starts_with(prefix))?;
+        let settings = Settings { workers: vec![WorkerChoice::Named(name)], ..Settings::default() };
+        return Some(Par::with_inventory(settings, inventory).expect("the NVIDIA Vulkan worker"));
     }
     let all = Par::new(Settings::default()).expect("local workers");
     let name = all.worker_names().into_iter().find(|n| n.starts_with(prefix))?.to_owned();
@@ -47,9 +58,12 @@ fn par_or_skip(prefix: &str) -> Option<Par> {
         let must = match required {
             Required::Always => true,
             Required::InCi => std::env::var_os("CI").is_some(),
-            Required::WhenDriverPresent => {
-                prefix == "gpu:cuda:" && std::path::Path::new("/proc/driver/nvidia").exists()
+            // CUDA wherever the NVIDIA driver is; its Vulkan driver where XCD_NVIDIA_VULKAN says
+            // the machine has one (scripts/gpu-check sets it after asking vulkaninfo).
+            Required::WhenDriverPresent if prefix == "gpu:cuda:" => {
+                std::path::Path::new("/proc/driver/nvidia").exists()
             }
+            Required::WhenDriverPresent => std::env::var_os("XCD_NVIDIA_VULKAN").is_some(),
         };
         assert!(!must, "backend {prefix} must be present here, and is not");
         eprintln!("skipped: no {prefix} worker on this machine");
@@ -57,7 +71,8 @@ fn par_or_skip(prefix: &str) -> Option<Par> {
     par
 }
 
-/// A deterministic source of awkward floats: normal, tiny, negative, zero.
+/// A deterministic source of awkward floats: normal, tiny, negative, zero, infinite, and NaNs
+/// with payloads (each form must store the canonical NaN).
 fn floats(n: usize, seed: u32, scale: f32) -> Vec<f32> {
     let mut state = seed.wrapping_mul(2_654_435_761).max(1);
     (0..n)
@@ -69,6 +84,9 @@ fn floats(n: usize, seed: u32, scale: f32) -> Vec<f32> {
                 0 => 0.0,
                 1 => -0.0,
                 2 => f32::MIN_POSITIVE * 0.5,
+                3 => f32::from_bits(0x7fc0_0001),
+                4 => f32::from_bits(0xffc0_0000),
+                5 => f32::NEG_INFINITY,
                 _ => (state as f32 / u32::MAX as f32 - 0.5) * 2.0 * scale,
             }
         })
@@ -141,6 +159,7 @@ conformance! {
     interpreted_ptx_matches_cpu_form => "gpu:cuda:xcd-ptxsim",
     vulkan_matches_cpu_form => "gpu:vulkan:",
     cuda_matches_cpu_form => "gpu:cuda:",
+    nvidia_vulkan_matches_cpu_form => "gpu:vulkan:NVIDIA",
 }
 
 #[test]
