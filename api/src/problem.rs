@@ -45,7 +45,9 @@ pub enum ApiError {
         daemon: String,
     },
     /// No device takes any form the block carries.
-    #[error("the daemon has no form for its GPU: {0}; build the program with every kernel form")]
+    #[error(
+        "the daemon has no form for its GPU: {0}; send the block's WGSL, from which the daemon makes its GPU's form"
+    )]
     NoForm(String),
     /// A device could not compile the block.
     #[error("{0}")]

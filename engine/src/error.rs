@@ -6,7 +6,9 @@ use xcd_wire::FormKind;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
     /// The block carries no form this device takes.
-    #[error("{device} needs the {wanted} form and block {block} carries none: build it with every kernel form")]
+    #[error(
+        "{device} needs the {wanted} form and block {block} carries none: send the block's WGSL, from which every device makes its own form"
+    )]
     NoForm {
         /// Device id.
         device: String,

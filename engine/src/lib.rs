@@ -9,7 +9,8 @@
 //! - [`job`]: a tile's inputs ([`TileJob`]) and results ([`TileOutput`]), checked against a block;
 //! - [`owner`]: the owner thread, the [`Backend`] trait and [`DeviceHandle`];
 //! - [`forms`]: which form a device loads ([`FormPolicy`]: made from WGSL by default);
-//! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms;
+//! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms, and
+//!   `vulkan_hal`, what it reads of a Vulkan device through wgpu's HAL (memory, float controls);
 //! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
 //! - [`error`]: [`EngineError`], small and actionable.
 
@@ -18,6 +19,7 @@ pub mod error;
 pub mod forms;
 pub mod job;
 pub mod owner;
+mod vulkan_hal;
 pub mod wgpu_backend;
 
 pub use error::EngineError;
@@ -41,11 +43,14 @@ pub struct Options {
     pub tile_deadline: std::time::Duration,
     /// Where each device's form of a block comes from.
     pub forms: FormPolicy,
+    /// Open CUDA devices (default). Without CUDA, an NVIDIA GPU is served through Vulkan,
+    /// which is how its Vulkan driver is checked (scripts/gpu-check).
+    pub cuda: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { tile_deadline: owner::DEFAULT_TILE_DEADLINE, forms: FormPolicy::Remake }
+        Options { tile_deadline: owner::DEFAULT_TILE_DEADLINE, forms: FormPolicy::Remake, cuda: true }
     }
 }
 
@@ -61,7 +66,11 @@ pub fn discover() -> Inventory {
 pub fn discover_with(options: Options) -> Inventory {
     let tile_deadline = options.tile_deadline;
     let mut inventory = Inventory::default();
-    let cuda = cuda_backend::discover(options.forms);
+    let cuda = if options.cuda {
+        cuda_backend::discover(options.forms)
+    } else {
+        Found { devices: Vec::new(), notes: Vec::new() }
+    };
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
     let gpus = wgpu_backend::discover(have_cuda, options.forms);

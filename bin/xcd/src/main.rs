@@ -206,6 +206,7 @@ fn main() -> ExitCode {
     let inventory = xcd_engine::discover_with(xcd_engine::Options {
         tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),
         forms,
+        ..xcd_engine::Options::default()
     });
     let devices = select(inventory.devices, cli.devices.as_deref());
     if devices.is_empty() {

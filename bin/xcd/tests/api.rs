@@ -63,7 +63,7 @@ async fn every_refusal_has_its_code_and_says_what_to_do() {
     )
     .await;
     assert_eq!((status, p.code.as_str()), (422, "no_form"));
-    assert!(p.detail.contains("every kernel form"), "{}", p.detail);
+    assert!(p.detail.contains("send the block's WGSL"), "{}", p.detail);
 
     let (status, p, _) = problem(
         client

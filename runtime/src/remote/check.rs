@@ -85,7 +85,11 @@ pub fn check_at(
                     None => {
                         steps.push((
                             "forms",
-                            Err(format!("the daemon has no form for its GPU: {} needs {}; build the program with every kernel form", device.id, xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0])),
+                            Err(format!(
+                                "the daemon has no form for its GPU: {} needs {}; the block must carry its WGSL",
+                                device.id,
+                                xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0]
+                            )),
                         ));
                         return steps;
                     }

@@ -57,7 +57,7 @@ pub enum RemoteError {
         file: String,
     },
     /// No device there takes the block's forms.
-    #[error("{addr}: the daemon has no form for its GPU: build the program with every kernel form ({detail})")]
+    #[error("{addr}: the daemon has no form for its GPU: the block must carry its WGSL ({detail})")]
     NoForm {
         /// `host:port`.
         addr: String,
