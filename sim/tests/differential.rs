@@ -170,16 +170,23 @@ fn generated_kernels_give_the_same_bits_everywhere() {
     let count: u64 = std::env::var("XCD_DIFF_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let first: u64 = std::env::var("XCD_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let ptxas = xcd_ptxsim::ptxas::required();
-    let sim = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
-    let vulkan = xcd_engine::discover().devices.into_iter().find(|d| d.info().id.starts_with("vulkan:"));
-    if vulkan.is_none() {
+    // The interpreter, then every device of this machine: llvmpipe here and in CI; on a GPU
+    // machine (scripts/gpu-check) the real CUDA device and, where XCD_NVIDIA_VULKAN says the
+    // machine has its Vulkan driver, the same GPU through Vulkan.
+    let mut handles = vec![xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()))];
+    handles.extend(xcd_engine::discover().devices);
+    if std::env::var_os("XCD_NVIDIA_VULKAN").is_some() {
+        let options = xcd_engine::Options { cuda: false, ..xcd_engine::Options::default() };
+        handles.extend(
+            xcd_engine::discover_with(options).devices.into_iter().filter(|d| d.info().id.starts_with("vulkan:NVIDIA")),
+        );
+    }
+    if !handles.iter().any(|d| d.info().id.starts_with("vulkan:")) {
         assert!(std::env::var_os("CI").is_none(), "CI installs llvmpipe: the Vulkan side must run there");
         eprintln!("skipped the Vulkan side: no Vulkan device here");
     }
-    let mut devices = vec![("ptx interpreter", &sim)];
-    if let Some(v) = &vulkan {
-        devices.push(("llvmpipe", v));
-    }
+    let names: Vec<String> = handles.iter().map(|d| d.info().id.clone()).collect();
+    let devices: Vec<(&str, &DeviceHandle)> = names.iter().map(String::as_str).zip(handles.iter()).collect();
     let mut failures = Vec::new();
     let mut first_failure = None;
     let mut declined_tiles = std::collections::BTreeMap::new();
