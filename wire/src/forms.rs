@@ -1,8 +1,9 @@
 //! The kernel forms a block carries: one per kind of GPU API.
 //!
-//! WGSL is the source of truth; SPIR-V and MSL are made from it with naga (the `xcd-forms`
-//! crate); PTX is made from a CUDA C twin with clang. A daemon needs only the form its own GPU
-//! takes, and compiles nothing from source itself beyond what its GPU API does with that form.
+//! WGSL is the one source; SPIR-V, MSL and PTX are made from it by the `xcd-forms` crate (naga,
+//! and our own PTX writer), at build time for programs. A daemon makes its own GPU's form from a
+//! block's WGSL (or SPIR-V) again, so the other forms a block carries are used only where the
+//! operator trusts them (`xcd -trust-forms`).
 
 use std::fmt;
 
@@ -15,9 +16,9 @@ pub struct Forms {
     pub wgsl: Option<String>,
     /// SPIR-V words, every float operation decorated `NoContraction`.
     pub spirv: Option<Vec<u32>>,
-    /// Metal Shading Language source, to be compiled with fast math off.
+    /// Metal Shading Language source, asking for safe math.
     pub msl: Option<String>,
-    /// PTX assembly, made without contraction and with `div.rn`.
+    /// PTX assembly for sm_60 and later: `.rn` on every float operation, no FMA, no `.ftz`.
     pub ptx: Option<String>,
 }
 

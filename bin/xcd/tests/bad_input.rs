@@ -542,7 +542,8 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         String::from("| # | input | expected | status | code | the daemon's words |\n|---|---|---|---|---|---|\n");
     let mut wrong = Vec::new();
     for (i, (name, want, got)) in rows.iter().enumerate() {
-        let words: String = got.detail.replace('|', "/").chars().take(110).collect();
+        let words: String =
+            got.detail.replace('|', "/").split_whitespace().collect::<Vec<_>>().join(" ").chars().take(110).collect();
         let _ = writeln!(table, "| {} | {name} | `{want}` | {} | `{}` | {words} |", i + 1, got.status, got.code);
         if got.code != *want {
             wrong.push(format!("{name}: expected {want}, got {} {} ({})", got.status, got.code, got.detail));

@@ -1,5 +1,6 @@
 //! The README's curl commands run verbatim against a live daemon (only the binaries' folder and
-//! the port are put in), and print the first 8 pixels' counts.
+//! the port are put in), and print the first 8 pixels' counts; docs/protocol.md's WGSL-only
+//! block registers and computes.
 
 mod common;
 
@@ -44,4 +45,40 @@ fn readme_curl_commands_work() {
     assert_eq!(want, [2000, 2000, 337, 463, 179, 89, 44, 42], "the README quotes these counts");
     assert_eq!(counts, want, "{stdout}");
     assert!(stdout.contains("\"devices\""), "the devices query printed: {stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_protocol_docs_wgsl_only_block_registers_and_computes() {
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol.md"))
+        .expect("docs/protocol.md");
+    let json = doc
+        .split("## A block from a REST client")
+        .nth(1)
+        .and_then(|rest| rest.split("```json").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the block's JSON");
+    let daemon = xcd().secret(SECRET).start();
+    let client = xcd_e2e::client();
+    let registered = client
+        .post(daemon.url("/v1/blocks"))
+        .header("authorization", auth())
+        .body(json.to_owned())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(registered.status(), 201, "{}", registered.text().await.unwrap_or_default());
+    let id = registered.json::<serde_json::Value>().await.expect("json")["id"].as_str().expect("an id").to_owned();
+    // y = 2 * x + y over four items: x = 1, 2, 3, 4 and y = 10 each.
+    let body: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 10.0, 10.0, 10.0, 10.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let tile = client
+        .post(daemon.url(&format!("/v1/blocks/{id}/tile?start=0&count=4&params=2.0")))
+        .header("authorization", auth())
+        .body(body)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(tile.status(), 200);
+    let out: Vec<f32> =
+        tile.bytes().await.expect("bytes").chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert_eq!(out, [12.0, 14.0, 16.0, 18.0]);
 }
