@@ -125,3 +125,78 @@ fn a_tile_larger_than_one_dispatch_is_split_across_dispatches() {
     assert_eq!(got.len(), n);
     assert!(got.iter().zip(&x).all(|(g, v)| *g == 2 * v + 108), "a dispatch's items are wrong");
 }
+
+/// A kernel over f32: `y[i] = x[i] * SCALE`, after a loop of `tile.n` steps that ends with the
+/// right value only if it runs them all.
+const SCALED: &str = r#"
+const SCALE: f32 = SCALE_VALUE;
+struct Tile { start: u32, count: u32, first: u32, n: u32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64)
+fn scaled(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) { return; }
+    var k = 0u;
+    loop {
+        if (k >= tile.n) { break; }
+        k = k + 1u;
+    }
+    y[i] = x[i] * SCALE + f32(k - tile.n);
+}
+"#;
+
+fn scaled(scale: &str) -> Arc<BlockDesc> {
+    Arc::new(BlockDesc {
+        name: "scaled".into(),
+        entry: "scaled".into(),
+        arrays: vec![
+            ArraySpec { name: "x".into(), elem_size: 4, role: ArrayRole::PerItem(Access::In) },
+            ArraySpec { name: "y".into(), elem_size: 4, role: ArrayRole::PerItem(Access::Out) },
+        ],
+        params: vec![ParamSpec { name: "n".into(), kind: ParamKind::U32 }],
+        forms: Forms { wgsl: Some(SCALED.replace("SCALE_VALUE", scale)), ..Forms::default() },
+    })
+}
+
+fn run_scaled(device: &DeviceHandle, block: &Arc<BlockDesc>, n: u32, x: &[f32]) -> Result<Vec<f32>, EngineError> {
+    let id = device.load_blocking(block.clone())?;
+    let job = TileJob {
+        block: id,
+        tile: Tile { start: 0, count: x.len() as u32 },
+        params: vec![n],
+        inputs: vec![bytes::Bytes::copy_from_slice(bytemuck::cast_slice(x))],
+        whole: Vec::new(),
+    };
+    Ok(bytemuck::cast_slice(&device.run_blocking(job)?.outputs[0]).to_vec())
+}
+
+/// llvmpipe cuts long loops and flushes subnormals: the forms notice both, and the device declines
+/// the tile (it would run elsewhere) instead of giving another answer; it stays in service.
+#[test]
+fn a_cpu_device_declines_the_tiles_it_cannot_compute_exactly() {
+    let Some(device) = vulkan() else { return };
+    if !device.info().cpu {
+        eprintln!("skipped: {} computes every tile exactly", device.info().id);
+        return;
+    }
+    let normal = scaled("2.0");
+    assert_eq!(run_scaled(&device, &normal, 100, &[1.5, -2.0]).expect("runs"), [3.0, -4.0]);
+    let reason = |r: Result<Vec<f32>, EngineError>| match r {
+        Err(EngineError::Inexact { reason, .. }) => reason,
+        other => panic!("expected the tile to be declined, got {other:?}"),
+    };
+    assert!(reason(run_scaled(&device, &normal, 70_000, &[1.0])).contains("cut a loop short"));
+    assert!(reason(run_scaled(&device, &normal, 1, &[f32::MIN_POSITIVE / 4.0])).contains("subnormal"));
+    // A product whose exact value is subnormal, from normal operands.
+    assert!(reason(run_scaled(&device, &scaled("1e-30"), 1, &[1e-10])).contains("subnormal"));
+    assert!(reason(run_scaled(&device, &scaled("1e-40"), 1, &[1.0])).contains("subnormal"));
+    // NaN, infinities and signed zeros are not subnormal: computed, exactly.
+    let odd = [f32::NAN, f32::INFINITY, -0.0, 0.0];
+    let got = run_scaled(&device, &normal, 1, &odd).expect("runs");
+    let bits: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+    // -0 * 2 is -0, and -0 + f32(0u) is +0, as IEEE says.
+    assert_eq!(bits, [0x7fc0_0000, f32::INFINITY.to_bits(), 0, 0]);
+    assert_eq!(run_scaled(&device, &normal, 3, &[4.0]).expect("still serving"), [8.0]);
+}

@@ -11,9 +11,13 @@
 //! - **Subnormal floats** ([`CUT_SUBNORMAL`]). llvmpipe runs with denormals flushed to zero
 //!   (`shaderDenormPreserveFloat32` is false), so an operation that meets a subnormal operand,
 //!   or whose exact result is subnormal, gives another answer than IEEE arithmetic. Every float
-//!   operation checks its operands' bits (a subnormal has a zero exponent and a nonzero
-//!   fraction), and every `+ - * /` whose result is zero checks that the exact result was
-//!   zero too; an item that met one records it before it returns.
+//!   value is checked where it is made: one that comes from outside the kernel's arithmetic (a
+//!   load from a storage array or the uniform, a bitcast, a component taken from a value) on
+//!   its bits (a subnormal has a zero exponent and a nonzero fraction), and every `+ - * /` on
+//!   its result's bits and, when the result is zero, on whether the exact result was zero too.
+//!   Values made from checked values by anything else (`sqrt`, `floor`, selects, conversions
+//!   from integers, …) cannot become subnormal. A subnormal literal marks the item at once. An
+//!   item that met one records it before it returns.
 //!
 //! The array holds a second word, always 0, that `exact::opaque_constants` reads to hide float
 //! constants from llvmpipe's code builder.
@@ -60,33 +64,82 @@ pub(crate) fn guard(module: &mut Module, binding: u32, detect: Detect) -> Handle
     let handles: Vec<_> = module.functions.iter().map(|(h, _)| h).collect();
     for h in handles {
         let kinds = float_kinds(module, &module.functions[h]);
+        let literal = has_subnormal_literal(module, &module.functions[h]);
         let result = module.functions[h].result.as_ref().map(|r| r.ty);
-        guard_function(&mut module.functions[h], word, bool_ty, result, kinds, detect);
+        guard_function(&mut module.functions[h], word, bool_ty, result, (kinds, literal), detect);
     }
     for i in 0..module.entry_points.len() {
         let kinds = float_kinds(module, &module.entry_points[i].function);
-        guard_function(&mut module.entry_points[i].function, word, bool_ty, None, kinds, detect);
+        let literal = has_subnormal_literal(module, &module.entry_points[i].function);
+        guard_function(&mut module.entry_points[i].function, word, bool_ty, None, (kinds, literal), detect);
     }
     word
 }
 
-/// For each expression of a function: `Some(size)` when it is a float value (size for vectors).
-fn float_kinds(module: &Module, fun: &naga::Function) -> Vec<Option<Option<VectorSize>>> {
+/// What the subnormal detector needs to know of one expression.
+#[derive(Debug, Clone, Copy, Default)]
+struct Kind {
+    /// `Some(size)` when the expression is a float value (size for vectors).
+    float: Option<Option<VectorSize>>,
+    /// Whether that value comes from outside the kernel's arithmetic, so it is checked where
+    /// it is made: a load from a storage array or the uniform, a bitcast to float, a component
+    /// taken from a value.
+    source: bool,
+}
+
+/// The [`Kind`] of every expression of a function.
+fn float_kinds(module: &Module, fun: &naga::Function) -> Vec<Kind> {
     let mut typifier = naga::front::Typifier::new();
     let ctx = naga::proc::ResolveContext::with_locals(module, &fun.local_variables, &fun.arguments);
-    let mut out = Vec::with_capacity(fun.expressions.len());
-    for (h, _) in fun.expressions.iter() {
+    let mut out: Vec<Kind> = Vec::with_capacity(fun.expressions.len());
+    for (h, e) in fun.expressions.iter() {
         if typifier.grow(h, &fun.expressions, &ctx).is_err() {
-            out.push(None);
+            out.push(Kind::default());
             continue;
         }
-        out.push(match *typifier.get(h, &module.types) {
+        let float = match *typifier.get(h, &module.types) {
             TypeInner::Scalar(s) if s.kind == ScalarKind::Float => Some(None),
             TypeInner::Vector { size, scalar } if scalar.kind == ScalarKind::Float => Some(Some(size)),
             _ => None,
-        });
+        };
+        let is_pointer = |p: Handle<Expression>| {
+            matches!(typifier.get(p, &module.types), TypeInner::Pointer { .. } | TypeInner::ValuePointer { .. })
+        };
+        let space = |p: Handle<Expression>| match *typifier.get(p, &module.types) {
+            TypeInner::Pointer { space, .. } | TypeInner::ValuePointer { space, .. } => Some(space),
+            _ => None,
+        };
+        let source = float.is_some()
+            && match *e {
+                Expression::Load { pointer } => {
+                    !matches!(space(pointer), Some(AddressSpace::Function | AddressSpace::Private))
+                }
+                Expression::As { convert: None, .. } => true,
+                Expression::Access { base, .. } | Expression::AccessIndex { base, .. } => !is_pointer(base),
+                _ => false,
+            };
+        out.push(Kind { float, source });
     }
     out
+}
+
+/// Whether a function holds a subnormal float literal, or uses a module constant that holds one.
+fn has_subnormal_literal(module: &Module, fun: &naga::Function) -> bool {
+    fn subnormal(module: &Module, arena: &naga::Arena<Expression>, e: &Expression) -> bool {
+        match *e {
+            Expression::Literal(naga::Literal::F32(v)) => v.is_subnormal(),
+            Expression::Constant(c) => {
+                let init = module.constants[c].init;
+                subnormal(module, &module.global_expressions, &module.global_expressions[init])
+            }
+            Expression::Compose { ref components, .. } => {
+                components.iter().any(|&h| subnormal(module, arena, &arena[h]))
+            }
+            Expression::Splat { value, .. } => subnormal(module, arena, &arena[value]),
+            _ => false,
+        }
+    }
+    fun.expressions.iter().any(|(_, e)| subnormal(module, &fun.expressions, e))
 }
 
 /// What a `break` leaves.
@@ -101,8 +154,8 @@ struct Guard<'a> {
     bool_ty: Handle<Type>,
     result: Option<Handle<Type>>,
     targets: Vec<Target>,
-    /// Float-ness of the original expressions.
-    kinds: Vec<Option<Option<VectorSize>>>,
+    /// What the original expressions are.
+    kinds: Vec<Kind>,
     /// Set when an operation met a subnormal (with `Detect::subnormals`).
     met: Option<Handle<LocalVariable>>,
     detect: Detect,
@@ -113,12 +166,13 @@ fn guard_function(
     word: Handle<naga::GlobalVariable>,
     bool_ty: Handle<Type>,
     result: Option<Handle<Type>>,
-    kinds: Vec<Option<Option<VectorSize>>>,
+    (kinds, literal): (Vec<Kind>, bool),
     detect: Detect,
 ) {
     let body = std::mem::take(&mut fun.body);
     let met = detect.subnormals.then(|| {
-        let init = fun.expressions.append(Expression::Literal(naga::Literal::Bool(false)), Span::UNDEFINED);
+        // A subnormal literal is met whenever the function runs.
+        let init = fun.expressions.append(Expression::Literal(naga::Literal::Bool(literal)), Span::UNDEFINED);
         fun.local_variables
             .append(LocalVariable { name: Some("xc_met".into()), ty: bool_ty, init: Some(init) }, Span::UNDEFINED)
     });
@@ -253,7 +307,7 @@ impl Guard<'_> {
     }
 
     fn float(&self, h: Handle<Expression>) -> Option<Option<VectorSize>> {
-        self.kinds.get(h.index()).copied().flatten()
+        self.kinds.get(h.index()).and_then(|k| k.float)
     }
 
     /// A u32 (vector) literal of `value`.
@@ -337,39 +391,30 @@ impl Guard<'_> {
         Some(self.any(out, both, size))
     }
 
-    /// After expression `h` is emitted: note in `xc_met` whether it met a subnormal.
+    /// After expression `h` is emitted: note in `xc_met` whether it made a subnormal (see the
+    /// module's doc for which expressions are checked).
     fn check_subnormals(&mut self, out: &mut Block, h: Handle<Expression>) {
         let Some(met) = self.met else { return };
-        let operands: Vec<Handle<Expression>> = match self.fun.expressions[h] {
-            Expression::Binary { left, right, .. } => vec![left, right],
-            Expression::Unary { op: naga::UnaryOperator::Negate, expr } => vec![expr],
-            Expression::Math { arg, arg1, arg2, arg3, .. } => {
-                [Some(arg), arg1, arg2, arg3].into_iter().flatten().collect()
+        let Some(size) = self.float(h) else { return };
+        let source = self.kinds.get(h.index()).is_some_and(|k| k.source);
+        let arithmetic = match self.fun.expressions[h] {
+            Expression::Binary { op: op @ (Bo::Add | Bo::Subtract | Bo::Multiply | Bo::Divide), left, right } => {
+                Some((op, left, right))
             }
-            Expression::As { expr, convert: Some(_), .. } => vec![expr],
-            _ => return,
+            _ => None,
         };
-        let mut checks = Vec::new();
-        for x in operands {
-            if let Some(size) = self.float(x) {
-                if !matches!(self.fun.expressions[x], Expression::Literal(_)) {
-                    checks.push(self.is_subnormal(out, x, size));
-                }
-            }
-        }
-        if let (Expression::Binary { op, left, right }, Some(size)) = (self.fun.expressions[h].clone(), self.float(h)) {
-            if let Some(flushed) = self.flushed(out, op, h, left, right, size) {
-                checks.push(flushed);
-            }
-        }
-        if checks.is_empty() {
+        if !source && arithmetic.is_none() {
             return;
         }
-        let pointer = self.expr(Expression::LocalVariable(met));
-        let mut acc = self.one(out, Expression::Load { pointer });
-        for c in checks {
-            acc = self.one(out, Expression::Binary { op: Bo::LogicalOr, left: acc, right: c });
+        let mut check = self.is_subnormal(out, h, size);
+        if let Some((op, left, right)) = arithmetic {
+            if let Some(flushed) = self.flushed(out, op, h, left, right, size) {
+                check = self.one(out, Expression::Binary { op: Bo::LogicalOr, left: check, right: flushed });
+            }
         }
+        let pointer = self.expr(Expression::LocalVariable(met));
+        let before = self.one(out, Expression::Load { pointer });
+        let acc = self.one(out, Expression::Binary { op: Bo::LogicalOr, left: before, right: check });
         self.set(out, met, acc);
     }
 }

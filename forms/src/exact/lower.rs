@@ -104,17 +104,14 @@ impl Rewriter<'_> {
         self.push(Expression::As { expr: bits, kind: ScalarKind::Float, convert: None }, span)
     }
 
-    /// `bitcast<f32>(bitcast<u32>(x) | zero)`, with `zero` loaded from the opaque word.
+    /// `bitcast<f32>(bitcast<u32>(x) | zero)`, with `zero` the word loaded at the function's top.
     fn opaque(
         &mut self,
         x: Handle<Expression>,
-        word: Handle<naga::GlobalVariable>,
+        zero: Handle<Expression>,
         size: Option<VectorSize>,
         span: Span,
     ) -> Handle<Expression> {
-        let global = self.push(Expression::GlobalVariable(word), span);
-        let at = self.push(Expression::AccessIndex { base: global, index: 1 }, span);
-        let zero = self.push(Expression::Load { pointer: at }, span);
         let zero = self.splat(zero, size, span);
         let bits = self.push(Expression::As { expr: x, kind: ScalarKind::Uint, convert: None }, span);
         let hidden = self.bin(Bo::InclusiveOr, bits, zero, span);
@@ -125,7 +122,7 @@ impl Rewriter<'_> {
     fn lower_opaque(
         &mut self,
         old: Handle<Expression>,
-        word: Handle<naga::GlobalVariable>,
+        word: Handle<Expression>,
     ) -> Result<Handle<Expression>, FormsError> {
         let span = self.old.get_span(old);
         match self.old[old] {

@@ -85,8 +85,19 @@ fn rewrite(
         new: Arena::new(),
         pending: None,
         outs: Vec::new(),
-        opaque,
+        opaque: None,
     };
+    // The zero word is loaded once, at the top of the function, and every hidden operand ORs
+    // with that one value (a load per use cost 6x on escape's loop).
+    let mut prelude = None;
+    if let Some(word) = opaque {
+        let global = r.new.append(Expression::GlobalVariable(word), Span::UNDEFINED);
+        let first = r.new.len() as u32;
+        let at = r.new.append(Expression::AccessIndex { base: global, index: 1 }, Span::UNDEFINED);
+        let zero = r.new.append(Expression::Load { pointer: at }, Span::UNDEFINED);
+        r.opaque = Some(zero);
+        prelude = Some(Range::from_index_range(first..first + 2, &r.new));
+    }
     let locals: Vec<_> = fun.local_variables.iter().map(|(h, l)| (h, l.init)).collect();
     for (handle, init) in locals {
         if let Some(init) = init {
@@ -95,6 +106,11 @@ fn rewrite(
         }
     }
     fun.body = r.block(body)?;
+    if let Some(range) = prelude {
+        let body = std::mem::take(&mut fun.body);
+        fun.body.push(Statement::Emit(range), Span::UNDEFINED);
+        fun.body.append(&mut { body });
+    }
     let named = std::mem::take(&mut fun.named_expressions);
     for (old, name) in named {
         if let Some(new) = r.map[old.index()] {
@@ -117,8 +133,8 @@ struct Rewriter<'a> {
     pending: Option<u32>,
     /// The blocks being written, innermost last.
     outs: Vec<Block>,
-    /// Only make float constants opaque ([`opaque_constants`]), with this zero word's array.
-    opaque: Option<Handle<naga::GlobalVariable>>,
+    /// Only hide operands ([`opaque_constants`]), with this zero, loaded at the function's top.
+    opaque: Option<Handle<Expression>>,
 }
 
 fn internal(what: &str) -> FormsError {
