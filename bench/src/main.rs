@@ -12,6 +12,8 @@
 //! - `overhead`, `scaling`, `placement`: the escape block through the runtime (`escape.rs`):
 //!   through a daemon against in process; daemons on cores of their own, together against alone;
 //!   the measuring first run against the best fixed set of workers.
+//! - `exact`: each example block on each local device with the exact forms the engine makes,
+//!   against its build-time forms loaded as sent (`exact.rs`).
 //!
 //! ```text
 //! xcd-bench --bin-dir target/dist [MEASURE…] [--quick] [--escape WIDTHxHEIGHTxITERS]
@@ -26,6 +28,7 @@ mod blocks;
 mod copy;
 mod echo;
 mod escape;
+mod exact;
 mod link;
 mod rtt;
 
@@ -67,7 +70,7 @@ pub(crate) struct Options {
 }
 
 /// Every measure, in the order they run when none is named.
-const MEASURES: [&str; 6] = ["rtt", "copy", "link", "overhead", "scaling", "placement"];
+const MEASURES: [&str; 7] = ["rtt", "copy", "link", "overhead", "scaling", "placement", "exact"];
 
 fn main() -> std::process::ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -123,6 +126,7 @@ fn main() -> std::process::ExitCode {
             "link" => link::run(&options),
             "overhead" => escape::overhead(&options),
             "scaling" => escape::scaling(&options),
+            "exact" => exact::run(&options),
             _ => escape::placement(&options),
         };
         match section {
