@@ -133,8 +133,8 @@ pub(crate) trait Worker: Sync {
     }
 }
 
-/// Runs a block's CPU form over one tile on this thread.
-fn run_cpu_form(ctx: &RunCtx, tile: &mut TileSlices<'_>) {
+/// One tile as the CPU form sees it: the tile's slices of the program's arrays, whole arrays whole.
+fn cpu_tile<'t>(ctx: &'t RunCtx, tile: &'t mut TileSlices<'_>) -> CpuTile<'t> {
     let mut whole = ctx.whole.iter();
     let arrays = tile
         .arrays
@@ -145,8 +145,12 @@ fn run_cpu_form(ctx: &RunCtx, tile: &mut TileSlices<'_>) {
             TileArray::Whole => CpuArray::Read(whole.next().map(|w| &w.data[..]).unwrap_or(&[])),
         })
         .collect();
-    let mut cpu_tile = CpuTile { tile: tile.tile, params: &ctx.params, arrays };
-    (ctx.block.cpu)(&mut cpu_tile);
+    CpuTile { tile: tile.tile, params: &ctx.params, arrays }
+}
+
+/// Runs a block's CPU form over one tile on this thread.
+fn run_cpu_form(ctx: &RunCtx, tile: &mut TileSlices<'_>) {
+    (ctx.block.cpu)(&mut cpu_tile(ctx, tile));
 }
 
 /// Runs the CPU form, splitting each tile across the machine's cores.
@@ -169,17 +173,7 @@ impl Worker for CpuWorker {
 
     fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
         let desc = &ctx.block.desc;
-        let mut whole = ctx.whole.iter();
-        let arrays = tile
-            .arrays
-            .iter_mut()
-            .map(|a| match a {
-                TileArray::In(d) => CpuArray::Read(d),
-                TileArray::Out(d) | TileArray::InOut(d) => CpuArray::Write(Some(&mut **d)),
-                TileArray::Whole => CpuArray::Read(whole.next().map(|w| &w.data[..]).unwrap_or(&[])),
-            })
-            .collect();
-        let cpu_tile = CpuTile { tile: tile.tile, params: &ctx.params, arrays };
+        let cpu_tile = cpu_tile(ctx, tile);
         let sizes: Vec<u32> = desc.arrays.iter().map(|a| a.elem_size).collect();
         let per_item: Vec<bool> = desc.arrays.iter().map(|a| a.role != ArrayRole::Whole).collect();
         let pieces = self.pool.current_num_threads().max(1) as u32 * 4;

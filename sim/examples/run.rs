@@ -12,22 +12,9 @@ fn main() {
     let params = vec![num(&args[1]), num(&args[2]), num(&args[3])];
     let b: Vec<u32> = args[4..].iter().map(|s| num(s)).collect();
     let n = b.len() as u32;
-    let array = |name: &str, role| xcd_wire::ArraySpec { name: name.into(), elem_size: 4, role };
-    let param = |name: &str, kind| xcd_wire::ParamSpec { name: name.into(), kind };
-    use xcd_wire::{Access, ArrayRole, ParamKind};
-    let desc = Arc::new(xcd_wire::BlockDesc {
-        name: "run".into(),
-        entry: "k".into(),
-        arrays: vec![
-            array("a", ArrayRole::PerItem(Access::In)),
-            array("b", ArrayRole::PerItem(Access::In)),
-            array("w", ArrayRole::Whole),
-            array("o", ArrayRole::PerItem(Access::Out)),
-            array("g", ArrayRole::PerItem(Access::Out)),
-        ],
-        params: vec![param("p0", ParamKind::U32), param("p1", ParamKind::I32), param("p2", ParamKind::F32)],
-        forms: xcd_wire::Forms { wgsl: Some(wgsl), ..Default::default() },
-    });
+    let mut desc = xcd_ptxsim::kernelgen::block_desc(wgsl);
+    desc.name = "run".into();
+    let desc = Arc::new(desc);
     let bytes = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
     let device = xcd_engine::discover()
         .devices

@@ -256,28 +256,21 @@ fn compare(cmp: Cmp, ty: Ty, a: u64, b: u64) -> bool {
                 Cmp::Ge => a >= b,
             }
         }
-        Ty::S32 => {
-            let (a, b) = (a as u32 as i32, b as u32 as i32);
-            match cmp {
-                Cmp::Eq => a == b,
-                Cmp::Ne | Cmp::Neu => a != b,
-                Cmp::Lt => a < b,
-                Cmp::Le => a <= b,
-                Cmp::Gt => a > b,
-                Cmp::Ge => a >= b,
-            }
-        }
-        _ => {
-            let (a, b) = (a as u32, b as u32);
-            match cmp {
-                Cmp::Eq => a == b,
-                Cmp::Ne | Cmp::Neu => a != b,
-                Cmp::Lt => a < b,
-                Cmp::Le => a <= b,
-                Cmp::Gt => a > b,
-                Cmp::Ge => a >= b,
-            }
-        }
+        Ty::S32 => ordered(cmp, (a as u32 as i32).cmp(&(b as u32 as i32))),
+        _ => ordered(cmp, (a as u32).cmp(&(b as u32))),
+    }
+}
+
+/// An integer comparison from the operands' order.
+fn ordered(cmp: Cmp, o: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match cmp {
+        Cmp::Eq => o == Equal,
+        Cmp::Ne | Cmp::Neu => o != Equal,
+        Cmp::Lt => o == Less,
+        Cmp::Le => o != Greater,
+        Cmp::Gt => o == Greater,
+        Cmp::Ge => o != Less,
     }
 }
 

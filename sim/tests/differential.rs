@@ -11,28 +11,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_ptxsim::kernelgen::{self as kg, eval};
-use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec, Tile};
+use xcd_wire::{BlockDesc, Tile};
 
 /// Items per run, and the tiles each device runs them in (odd sizes, a tile of one).
 const ITEMS: usize = 300;
 const TILES: [(u32, u32); 4] = [(0, 97), (97, 1), (98, 64), (162, 138)];
 
 fn desc(wgsl: String) -> BlockDesc {
-    let array = |name: &str, role| ArraySpec { name: name.into(), elem_size: 4, role };
-    let param = |name: &str, kind| ParamSpec { name: name.into(), kind };
-    BlockDesc {
-        name: "diff".into(),
-        entry: "k".into(),
-        arrays: vec![
-            array("a", ArrayRole::PerItem(Access::In)),
-            array("b", ArrayRole::PerItem(Access::In)),
-            array("w", ArrayRole::Whole),
-            array("o", ArrayRole::PerItem(Access::Out)),
-            array("g", ArrayRole::PerItem(Access::Out)),
-        ],
-        params: vec![param("p0", ParamKind::U32), param("p1", ParamKind::I32), param("p2", ParamKind::F32)],
-        forms: Forms { wgsl: Some(wgsl), ..Forms::default() },
-    }
+    kg::block_desc(wgsl)
 }
 
 /// Inputs full of edge values: NaNs with payloads, infinities, signed zeros, subnormals.

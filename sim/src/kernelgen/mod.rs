@@ -380,6 +380,27 @@ fn write_s(s: &S, depth: usize, out: &mut String) {
     }
 }
 
+/// The block description every generated kernel follows: per-item inputs `a` (u32) and `b`
+/// (f32), whole `w` (i32), outputs `o` (u32) and `g` (f32); parameters u32, i32, f32.
+pub fn block_desc(wgsl: String) -> xcd_wire::BlockDesc {
+    use xcd_wire::{Access, ArrayRole, ArraySpec, ParamKind, ParamSpec};
+    let array = |name: &str, role| ArraySpec { name: name.into(), elem_size: 4, role };
+    let param = |name: &str, kind| ParamSpec { name: name.into(), kind };
+    xcd_wire::BlockDesc {
+        name: "diff".into(),
+        entry: "k".into(),
+        arrays: vec![
+            array("a", ArrayRole::PerItem(Access::In)),
+            array("b", ArrayRole::PerItem(Access::In)),
+            array("w", ArrayRole::Whole),
+            array("o", ArrayRole::PerItem(Access::Out)),
+            array("g", ArrayRole::PerItem(Access::Out)),
+        ],
+        params: vec![param("p0", ParamKind::U32), param("p1", ParamKind::I32), param("p2", ParamKind::F32)],
+        forms: xcd_wire::Forms { wgsl: Some(wgsl), ..xcd_wire::Forms::default() },
+    }
+}
+
 impl Kernel {
     /// The kernel as WGSL, with entry point `k`.
     pub fn wgsl(&self) -> String {
