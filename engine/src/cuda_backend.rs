@@ -69,6 +69,7 @@ pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<St
     }
     Ok(ptx)
 }
+
 /// Whole arrays kept on a device before the oldest are dropped.
 const WHOLE_ARRAYS_KEPT: usize = 64;
 
