@@ -4,10 +4,8 @@
 /// A daemon refused, declined, or could not be reached.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RemoteError {
-    /// No connection.
-    #[error(
-        "cannot connect to {addr}: the daemon is not running, the address is wrong, or a firewall drops the port ({reason})"
-    )]
+    /// No connection (or one the daemon closed at once): the words say which, from the cause.
+    #[error("cannot connect to {addr}: {} ({reason})", unreachable_why(.reason))]
     Unreachable {
         /// `host:port`.
         addr: String,
@@ -108,5 +106,38 @@ impl RemoteError {
             "declined_nimby" | "declined_memory" | "draining" | "busy" => RemoteError::Declined { addr, detail },
             _ => RemoteError::Failed { addr, detail },
         }
+    }
+}
+
+/// What an unreachable daemon's cause means, in words: nothing listening, no answer, a daemon that
+/// took the connection and closed it (full, or shutting down), or the tutorial's general words.
+fn unreachable_why(reason: &str) -> &'static str {
+    let reason = reason.to_ascii_lowercase();
+    if reason.contains("connection refused") {
+        "nothing listens on that port: the daemon is not running there, or the address is wrong"
+    } else if ["reset", "closed", "eof", "broken pipe"].iter().any(|w| reason.contains(w)) {
+        "the daemon closed the connection at once: it is serving all the connections it can take, or shutting down; try again shortly"
+    } else if reason.contains("dns") || reason.contains("lookup") || reason.contains("not known") {
+        "the name does not resolve; check the address"
+    } else {
+        "the daemon is not running, the address is wrong, or a firewall drops the port"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_daemon_says_which_way() {
+        let say =
+            |reason: &str| RemoteError::Unreachable { addr: "gpu-box:7227".into(), reason: reason.into() }.to_string();
+        assert!(say("tcp connect error: Connection refused (os error 111)").contains("nothing listens on that port"));
+        assert!(say("connection closed before message completed").contains("serving all the connections it can take"));
+        assert!(say("tls handshake eof").contains("try again shortly"));
+        assert!(say("dns error: failed to lookup address information").contains("does not resolve"));
+        let other = say("operation timed out");
+        assert!(other.starts_with("cannot connect to gpu-box:7227: the daemon is not running"), "{other}");
+        assert!(other.ends_with("(operation timed out)"), "{other}");
     }
 }
