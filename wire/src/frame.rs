@@ -24,8 +24,8 @@
 //! reserved (3), `tag` (4), then for a result the tile's slice of each per-item array the kernel
 //! writes, in binding order, and for an error a JSON problem `{"code", "detail"}`. An error
 //! frame tagged [`STREAM_TAG`] ends the stream (a broken framing, an idle stream, a draining
-//! daemon); one tagged [`UNKNOWN_TAG`] answers a frame too short to carry its tag. Programs
-//! number their tiles below both.
+//! daemon); one tagged [`UNKNOWN_TAG`] answers a frame whose tag cannot be answered (too short to
+//! carry one, or one of these two). Programs number their tiles below both.
 //!
 //! Frames hold their payloads as [`Bytes`]: a frame split out of a stream, its inputs and its
 //! outputs are views of the bytes as they were read, never copies ([`FrameSplitter`] copies each
@@ -115,6 +115,11 @@ pub enum FrameError {
     /// Reserved bytes are not zero.
     #[error("frame's reserved bytes must be zero")]
     Reserved,
+    /// A tile frame tagged with a tag the daemon's error frames keep for themselves.
+    #[error(
+        "tag {0:#010x} is reserved for the daemon's answers about the stream itself: number tiles below {UNKNOWN_TAG:#010x}"
+    )]
+    ReservedTag(u32),
     /// An error frame whose problem is not JSON.
     #[error("error frame's problem is not JSON: {0}")]
     Problem(String),
@@ -145,6 +150,9 @@ impl TileFrame {
             return Err(FrameError::Reserved);
         }
         let tag = u32_at(body, 4, "tag")?;
+        if tag >= UNKNOWN_TAG {
+            return Err(FrameError::ReservedTag(tag));
+        }
         let start = u32_at(body, 8, "start")?;
         let count = u32_at(body, 12, "count")?;
         let params = usize::from(u16_at(body, 16, "params")?);
@@ -384,6 +392,12 @@ mod tests {
         let mut reserved = body.to_vec();
         reserved[2] = 1;
         assert_eq!(TileFrame::decode(&reserved.into()), Err(FrameError::Reserved));
+        for tag in [UNKNOWN_TAG, STREAM_TAG] {
+            let body = Bytes::from(TileFrame { tag, ..tile() }.encode()).slice(4..);
+            assert_eq!(TileFrame::decode(&body), Err(FrameError::ReservedTag(tag)), "tag {tag:#x}");
+        }
+        let body = Bytes::from(TileFrame { tag: UNKNOWN_TAG - 1, ..tile() }.encode()).slice(4..);
+        assert!(TileFrame::decode(&body).is_ok(), "the highest tag a program may use");
     }
 
     #[test]

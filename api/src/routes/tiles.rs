@@ -214,7 +214,8 @@ async fn serve_stream(
                                 state.refused(peer, "bad_frame", format!("a tile frame for block {}", desc.name));
                                 let tag = frame
                                     .get(4..8)
-                                    .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                                    .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                                    .min(UNKNOWN_TAG);
                                 return problem_frame(tag, &ApiError::BadFrame(e.to_string()));
                             }
                         };
