@@ -162,7 +162,34 @@ fn raise_open_files(wanted: u64) {
     }
 }
 
+/// Mesa's drivers print `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on
+/// every Vulkan device they open when the variable is unset, as it is under a systemd system
+/// service or in a container: an operator would read "error" on a healthy start. So a daemon
+/// without one starts itself again (same process, `exec`) with a private directory of its own,
+/// `$TMPDIR/xcd-runtime-<uid>`, mode 0700.
+#[cfg(target_os = "linux")]
+fn runtime_dir() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|dir| std::path::Path::new(&dir).is_dir()) {
+        return;
+    }
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else { return };
+    let dir = std::env::temp_dir().join(format!("xcd-runtime-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    // Only a directory that is ours and private: another user could have made it first.
+    let ours = std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0);
+    let Ok(exe) = std::env::current_exe() else { return };
+    if ours {
+        // Returns only if the exec failed: then the daemon goes on as it is.
+        let _ = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("XDG_RUNTIME_DIR", &dir).exec();
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(target_os = "linux")]
+    runtime_dir();
     let cli = Cli::parse_from(long_flags_with_one_dash(std::env::args_os()));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -226,7 +253,7 @@ fn main() -> ExitCode {
     };
     let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() };
     #[cfg(unix)]
-    raise_open_files(limits.max_connections as u64 + 256);
+    raise_open_files((limits.max_connections + limits.unproven_connections) as u64 + 256);
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
     let advertised_version = version.clone().unwrap_or_else(|| xcd_wire::VERSION.to_owned());
     let config = Config {

@@ -28,6 +28,26 @@ fn serving_line_cpu_line_and_no_secret_warning() {
 }
 
 #[test]
+fn a_start_without_xdg_runtime_dir_says_no_error() {
+    // As under a systemd system service: Mesa would print "error: XDG_RUNTIME_DIR is invalid or
+    // not set" for each device it opens; the daemon gives itself a private one first.
+    let daemon = xcd().secret(SECRET).env("XDG_RUNTIME_DIR", "").start();
+    assert!(is_serving_line(&daemon.stdout[0]), "{:?}", daemon.stdout);
+    std::thread::sleep(Duration::from_millis(200));
+    let stderr = daemon.stderr();
+    assert!(!stderr.contains("XDG_RUNTIME_DIR") && !stderr.contains("error"), "{stderr}");
+    let environ = std::fs::read(format!("/proc/{}/environ", daemon.pid())).expect("its environment");
+    let dir = environ
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"XDG_RUNTIME_DIR="))
+        .map(|d| std::path::PathBuf::from(String::from_utf8_lossy(d).into_owned()))
+        .expect("a runtime directory");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).expect("made").permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{} is private", dir.display());
+}
+
+#[test]
 fn certificate_is_made_once_private_and_reused() {
     let home = tempfile::tempdir().expect("home");
     let first = xcd().secret(SECRET).home(home.path()).start();
