@@ -1,22 +1,31 @@
 //! The check every request but `/healthz` and the page passes first: the secret (an address that
 //! sent too many wrong ones is held back, [`crate::limit`]), then the program's version and data
-//! layout where it sends them (a plain REST read from curl sends neither).
+//! layout where it sends them (a plain REST read from curl sends neither). A request that passes
+//! proves its connection ([`crate::admission`]). A refused request's body is never kept: it is
+//! read and dropped as it arrives, for a bounded time and size, then answered.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, Version, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use xcd_wire::Layout;
 use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
 
 use crate::activity::Peer;
+use crate::admission::Conn;
+use crate::limit::retry_after;
 use crate::problem::ApiError;
 use crate::state::AppState;
 
 /// Middleware: refuses a request whose secret, version or layout does not match.
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
-    match check(&state, peer, request.headers()) {
+    let conn = request.extensions().get::<Arc<Conn>>().cloned();
+    match check(&state, peer, conn.as_deref(), request.headers()) {
         Ok(()) => next.run(request).await,
         Err(e) => {
             // Counted and kept by the router's `observe`, from the answer. A version or layout
@@ -28,20 +37,45 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
                 }
                 _ => tracing::info!(code = e.code(), path, "refused"),
             }
-            drain(request.into_body()).await;
-            e.into_response()
+            refuse(request, e).await
         }
     }
 }
 
-/// Most bytes of a refused request's body read (and dropped) before answering.
-const DRAIN_BYTES: usize = 4 << 20;
+/// Most bytes of a refused request's body read and dropped before answering.
+const DRAIN_BYTES: usize = 32 << 20;
+/// Longest time spent on them.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
 
-/// Reads and drops a refused request's body, up to [`DRAIN_BYTES`]. An HTTP/1.1 client sends its
-/// whole body before it reads the answer; answering first and closing the connection under it
-/// leaves the client with a broken connection instead of the refusal.
+/// Answers a request with a refusal without keeping its body: it is read and dropped as it
+/// arrives ([`drain`]), so that a client that sends its whole body before reading the answer gets
+/// it (curl 7.88, for one, loses an answer that comes with a reset of a stream it is still
+/// sending on). An HTTP/1.1 connection is closed after the answer (`Connection: close`); an HTTP/2
+/// stream whose body goes on is reset after the answer (RST_STREAM NO_ERROR).
+pub(crate) async fn refuse(request: Request, error: ApiError) -> Response {
+    let version = request.version();
+    drain(request.into_body()).await;
+    let mut response = error.into_response();
+    if version < Version::HTTP_2 {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// Reads and drops a refused request's body as it arrives, keeping none of it, until it ends,
+/// [`DRAIN_BYTES`] have come, or [`DRAIN_TIME`] has passed.
 pub(crate) async fn drain(body: axum::body::Body) {
-    let _ = axum::body::to_bytes(body, DRAIN_BYTES).await;
+    let mut data = body.into_data_stream();
+    let mut left = DRAIN_BYTES;
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while let Some(Ok(chunk)) = data.next().await {
+            left = left.saturating_sub(chunk.len());
+            if left == 0 {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// The secret a request sends: None without an `Authorization` header, Some(None) with one that is
@@ -52,10 +86,12 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<Option<&str>> {
     })
 }
 
-fn check(state: &AppState, peer: Peer, headers: &HeaderMap) -> Result<(), ApiError> {
+fn check(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> Result<(), ApiError> {
     match (&state.0.config.secret, bearer(headers)) {
-        (Some(secret), Some(token)) => secret_given(state, peer, secret, token)?,
-        // No secret at all is not a guess: refused, not counted.
+        (Some(secret), Some(Some(token))) => secret_given(state, peer, conn, secret, token)?,
+        // No secret at all, or one not sent as a bearer token, is not a guess: refused, not
+        // counted.
+        (Some(_), Some(None)) => return Err(ApiError::SecretNotBearer),
         (Some(_), None) => return Err(ApiError::SecretRefused),
         (None, Some(_)) => return Err(ApiError::SecretNotSet),
         (None, None) => {}
@@ -76,32 +112,49 @@ fn check(state: &AppState, peer: Peer, headers: &HeaderMap) -> Result<(), ApiErr
             return Err(ApiError::LayoutMismatch { program: program.to_string(), daemon: daemon.to_string() });
         }
     }
+    if state.0.config.secret.is_none() {
+        prove(state, conn)?;
+    }
     Ok(())
 }
 
-/// Checks a secret sent to a daemon that has one (`token` None: an `Authorization` header that is
-/// not a bearer), holding back an address that sent too many wrong ones.
+/// Checks a secret sent to a daemon that has one, holding back an address that sent too many
+/// wrong ones, and proves the request's connection when it is right. A connection that has
+/// already shown the secret itself (not a proxy's, which carries many clients) is not held back.
 pub(crate) fn secret_given(
     state: &AppState,
     peer: Peer,
+    conn: Option<&Conn>,
     secret: &crate::state::Secret,
-    token: Option<&str>,
+    token: &str,
 ) -> Result<(), ApiError> {
     let limit = &state.0.failed_secrets;
     let now = std::time::Instant::now();
-    if let Some(wait) = peer.client.and_then(|client| limit.held(client, now)) {
-        return Err(ApiError::TooManyFailures { retry_after: wait.as_secs().max(1) });
+    let proven = peer.via.is_none() && conn.is_some_and(Conn::proven);
+    if let Some(client) = peer.client.filter(|_| !proven) {
+        limit.may_compare(client, now).map_err(|wait| ApiError::TooManyFailures { retry_after: retry_after(wait) })?;
     }
-    if token.is_some_and(|t| secret.matches(t)) {
+    if secret.matches(token) {
         if let Some(client) = peer.client {
-            limit.succeeded(client);
+            limit.succeeded(client, now);
         }
-        return Ok(());
+        return prove(state, conn);
     }
     if let Some(client) = peer.client {
         if let Some(hold) = limit.failed(client, now) {
-            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", limit.free() + 1, hold.as_secs());
+            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", limit.free(), hold.as_secs());
         }
     }
     Err(ApiError::SecretRefused)
+}
+
+/// A request passed the check: its connection is proven, if a proven slot is free.
+fn prove(state: &AppState, conn: Option<&Conn>) -> Result<(), ApiError> {
+    match conn {
+        Some(conn) if !conn.prove() => Err(ApiError::Busy(format!(
+            "this daemon already serves its most connections ({}); try again shortly",
+            state.0.config.limits.max_connections
+        ))),
+        _ => Ok(()),
+    }
 }

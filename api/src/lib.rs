@@ -19,10 +19,13 @@
 //! - [`activity`]: recent work, refusals and throughput, for the page and `/v1/capacity`;
 //! - [`page`]: the daemon's own page at `/` and the form that asks for its secret;
 //! - [`proxy`]: who sent a request, believing `X-Forwarded-For` only from trusted proxies;
-//! - [`limit`]: wrong secrets counted per address, which is then held back for a while.
+//! - [`admission`]: connection slots, unproven (no secret shown yet) and proven, budgeted apart.
+//! - [`limit`]: wrong secrets counted per address (IPv6 by /64) and in total; an address that
+//!   sent too many is held back for a while.
 #![forbid(unsafe_code)]
 
 pub mod activity;
+pub mod admission;
 pub mod guard;
 pub mod limit;
 pub mod metrics;

@@ -7,6 +7,7 @@
 //! secret, so it outlives restarts and dies with a change of secret. A request with the secret as
 //! `Authorization: Bearer` (curl) is shown the page too.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use askama::Template;
@@ -21,6 +22,7 @@ use xcd_ui::daemon::{ago, memory};
 use xcd_ui::{Chart, DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow};
 
 use crate::activity::{Peer, STEP};
+use crate::admission::Conn;
 use crate::problem::ApiError;
 use crate::state::AppState;
 
@@ -41,9 +43,10 @@ pub(crate) struct Login {
 pub(crate) async fn show(
     State(state): State<AppState>,
     Extension(peer): Extension<Peer>,
+    conn: Option<Extension<Arc<Conn>>>,
     headers: HeaderMap,
 ) -> Response {
-    if !allowed(&state, peer, &headers) {
+    if !allowed(&state, peer, conn.as_deref().map(AsRef::as_ref), &headers) {
         return html(StatusCode::UNAUTHORIZED, &LoginPage { failed: false, held: None });
     }
     html(StatusCode::OK, &page(&state).await)
@@ -53,6 +56,7 @@ pub(crate) async fn show(
 pub(crate) async fn login(
     State(state): State<AppState>,
     Extension(peer): Extension<Peer>,
+    conn: Option<Extension<Arc<Conn>>>,
     form: Result<Form<Login>, FormRejection>,
 ) -> Response {
     let Some(secret) = &state.0.config.secret else {
@@ -64,7 +68,7 @@ pub(crate) async fn login(
             return ApiError::BadRequest(format!("{}: send the form's field `secret`", e.body_text())).into_response();
         }
     };
-    match crate::guard::secret_given(&state, peer, secret, Some(&form.secret)) {
+    match crate::guard::secret_given(&state, peer, conn.as_deref().map(AsRef::as_ref), secret, &form.secret) {
         Ok(()) => {}
         Err(e) => {
             state.refused(peer, e.code(), "POST / (the page's form)".to_owned());
@@ -93,21 +97,26 @@ pub(crate) async fn login(
 
 /// True when the page may be shown: no secret, or the secret given as a bearer (counted like any
 /// other: [`crate::limit`]) or a valid cookie.
-fn allowed(state: &AppState, peer: Peer, headers: &HeaderMap) -> bool {
+/// A valid cookie proves the connection, as the secret does.
+fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> bool {
     let Some(secret) = &state.0.config.secret else {
         return true;
     };
     if let Some(Some(token)) = crate::guard::bearer(headers) {
-        return crate::guard::secret_given(state, peer, secret, Some(token)).is_ok();
+        return crate::guard::secret_given(state, peer, conn, secret, token).is_ok();
     }
     let now = unix_now();
-    headers
+    let valid = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .any(|c| c.name() == COOKIE && secret.page_token_valid(c.value(), now, LIFETIME.as_secs()))
+        .any(|c| c.name() == COOKIE && secret.page_token_valid(c.value(), now, LIFETIME.as_secs()));
+    if valid {
+        conn.map(Conn::prove);
+    }
+    valid
 }
 
 fn unix_now() -> u64 {

@@ -11,9 +11,14 @@ pub enum ApiError {
     /// The secret is missing or wrong.
     #[error("the daemon refused the secret: set XC_PAR_SECRET to the daemon's secret")]
     SecretRefused,
-    /// Too many wrong secrets from this address lately.
+    /// An `Authorization` header that is not a bearer token (not counted as a wrong secret).
     #[error(
-        "too many wrong secrets from this address: requests with a secret from it are refused for {retry_after} s more; set XC_PAR_SECRET to the daemon's secret and try again then"
+        "the Authorization header is not a bearer token: send the secret as `Authorization: Bearer <secret>` (set XC_PAR_SECRET to the daemon's secret)"
+    )]
+    SecretNotBearer,
+    /// Too many wrong secrets from this address lately (or from many addresses at once).
+    #[error(
+        "too many wrong secrets from this address (or from many at once): requests with a secret from it are refused for {retry_after} s more; set XC_PAR_SECRET to the daemon's secret and try again then"
     )]
     TooManyFailures {
         /// Seconds until it may try again.
@@ -135,7 +140,7 @@ impl ApiError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::SecretRefused => "secret_refused",
+            ApiError::SecretRefused | ApiError::SecretNotBearer => "secret_refused",
             ApiError::SecretNotSet => "secret_not_set",
             ApiError::VersionMismatch { .. } => "version_mismatch",
             ApiError::LayoutMismatch { .. } => "layout_mismatch",
@@ -161,7 +166,7 @@ impl ApiError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::SecretRefused => StatusCode::UNAUTHORIZED,
+            ApiError::SecretRefused | ApiError::SecretNotBearer => StatusCode::UNAUTHORIZED,
             ApiError::SecretNotSet => StatusCode::FORBIDDEN,
             ApiError::VersionMismatch { .. } | ApiError::LayoutMismatch { .. } => StatusCode::CONFLICT,
             ApiError::NoForm(_) | ApiError::LoadFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -207,7 +212,7 @@ impl IntoResponse for ApiError {
             ApiError::DeclinedNimby { retry_after, .. } | ApiError::TooManyFailures { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
-            ApiError::SecretRefused => {
+            ApiError::SecretRefused | ApiError::SecretNotBearer => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"xcd\""));
             }
             _ => {}
@@ -247,7 +252,9 @@ mod tests {
         ];
         for e in &all {
             match e {
+                // Shares `secret_refused` with SecretRefused (a client acts on both alike).
                 ApiError::SecretRefused
+                | ApiError::SecretNotBearer
                 | ApiError::SecretNotSet
                 | ApiError::VersionMismatch { .. }
                 | ApiError::LayoutMismatch { .. }

@@ -2,6 +2,10 @@
 //! TLS-terminating proxy in front), bounded connections and handshakes, idle connections closed,
 //! and a graceful drain.
 //!
+//! Connection slots come in two budgets, unproven and proven ([`crate::admission`]): a connection
+//! that has not shown the secret within `prove_within` is closed, and the oldest unproven one makes
+//! room for a new one.
+//!
 //! Each connection counts its open requests (a request is open until its response body has been
 //! sent or dropped, so a tile stream counts for as long as it runs). One with none open for
 //! [`Limits::connection_idle`](crate::Limits) is shut down gracefully: a client that holds
@@ -22,11 +26,11 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
-use crate::activity::Peer;
+use crate::admission::{Admission, Conn};
 use crate::routes::router;
 use crate::state::AppState;
 
@@ -41,7 +45,7 @@ pub async fn serve(
 ) {
     let router = router(state.clone());
     let limits = state.0.config.limits.clone();
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let admission = Admission::new(&limits);
     let acceptor = tls.map(TlsAcceptor::from);
     let (stop, stopping) = watch::channel(false);
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -65,20 +69,20 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let Ok(permit) = connections.clone().try_acquire_owned() else {
-                    state.refused(Peer { client: Some(peer.ip()), via: None }, "busy", "a connection".to_owned());
-                    tracing::warn!(%peer, "connection refused: {} connections open", limits.max_connections);
-                    continue;
-                };
+                let exempt = state.0.config.trusted_proxies.trusts(peer.ip());
+                let conn = admission.admit(peer.ip(), exempt);
                 let _ = tcp.set_nodelay(true);
                 let open = Arc::new(OpenRequests::default());
                 // Each request learns who sent it: its connection's peer, or the client a trusted
-                // proxy names; and counts as open on its connection until its response is done.
+                // proxy names, and its connection's standing; and counts as open on its connection
+                // until its response is done.
                 let (trusted, router, counted) = (state.0.config.trusted_proxies.clone(), router.clone(), open.clone());
+                let standing = conn.clone();
                 let service = TowerToHyperService::new(tower::service_fn(
                     move |mut request: axum::http::Request<hyper::body::Incoming>| {
                         let who = trusted.peer(peer, request.headers());
                         request.extensions_mut().insert(who);
+                        request.extensions_mut().insert(standing.clone());
                         let guard = counted.start();
                         let answer = tower::ServiceExt::oneshot(router.clone(), request);
                         async move {
@@ -89,13 +93,18 @@ pub async fn serve(
                 ));
                 let (builder, acceptor, stopping) = (builder.clone(), acceptor.clone(), stopping.clone());
                 let (handshake, idle) = (limits.handshake, limits.connection_idle);
+                let prove_by = Instant::now() + limits.prove_within;
                 tokio::spawn(async move {
-                    let _permit = permit;
+                    let _slot = Slot(conn.clone());
                     let result = match acceptor {
-                        Some(acceptor) => match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
+                        Some(acceptor) => match tokio::select! {
+                            done = tokio::time::timeout(handshake, acceptor.accept(tcp)) => done,
+                            () = conn.until_evicted() => return,
+                            () = tokio::time::sleep_until(prove_by) => return,
+                        } {
                             Ok(Ok(stream)) => {
-                                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                                drive(conn, &open, idle, stopping).await
+                                let http = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                                drive(http, &open, &conn, prove_by, idle, stopping).await
                             }
                             Ok(Err(e)) => {
                                 tracing::debug!(%peer, "TLS handshake failed: {e}");
@@ -107,12 +116,13 @@ pub async fn serve(
                             }
                         },
                         None => {
-                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
-                            drive(conn, &open, idle, stopping).await
+                            let http = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+                            drive(http, &open, &conn, prove_by, idle, stopping).await
                         }
                     };
                     match result {
                         Ok(Ended::Idle) => tracing::debug!(%peer, "connection closed: idle for {idle:?}"),
+                        Ok(Ended::Unproven) => tracing::debug!(%peer, "connection closed: no secret shown"),
                         Ok(Ended::Done) => {}
                         Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
                     }
@@ -125,9 +135,8 @@ pub async fn serve(
     drop(listener);
     let _ = stop.send(true);
     tracing::info!("draining: {} tiles in flight", state.tiles_in_flight());
-    let every = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        _ = connections.acquire_many(every) => tracing::info!("every connection closed"),
+        () = admission.all_closed() => tracing::info!("every connection closed"),
         () = tokio::time::sleep(grace) => tracing::warn!("grace period over with connections still open"),
     }
 }
@@ -138,13 +147,31 @@ enum Ended {
     Done,
     /// It was shut down for having no request open for the idle limit.
     Idle,
+    /// It was closed for not showing the secret in time, or to make room for a newer one.
+    Unproven,
 }
 
+/// A connection's slot, freed when its task ends.
+struct Slot(Arc<Conn>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.closed();
+    }
+}
+
+/// After a graceful shutdown for want of the secret, the time its open requests get to finish.
+const UNPROVEN_GRACE: Duration = Duration::from_secs(1);
+
 /// Serves one connection until it ends, shutting it down gracefully when it has been idle for
-/// `idle` or when the daemon drains.
+/// `idle` or when the daemon drains. Unless a request on it has shown the secret by `prove_by`,
+/// it is shut down then (and dropped a moment later if requests are still open); evicted, it is
+/// dropped at once.
 async fn drive<C, E>(
     conn: C,
     open: &OpenRequests,
+    standing: &Conn,
+    prove_by: Instant,
     idle: Duration,
     mut stopping: watch::Receiver<bool>,
 ) -> Result<Ended, E>
@@ -153,10 +180,23 @@ where
 {
     let mut conn = std::pin::pin!(conn);
     let mut closing: Option<Ended> = None;
+    let mut unproven_until = Some(prove_by);
     loop {
         let check = open.idle_since().map_or_else(|| Instant::now() + idle, |since| since + idle);
+        let deadline = unproven_until.filter(|_| !standing.proven());
         tokio::select! {
             result = conn.as_mut() => return result.map(|()| closing.unwrap_or(Ended::Done)),
+            () = standing.until_evicted(), if !standing.proven() => return Ok(Ended::Unproven),
+            () = tokio::time::sleep_until(deadline.unwrap_or(prove_by)), if deadline.is_some() => {
+                // The grace after the shutdown is over too: requests still open are dropped.
+                if matches!(closing, Some(Ended::Unproven)) {
+                    return Ok(Ended::Unproven);
+                }
+                if closing.replace(Ended::Unproven).is_none() {
+                    conn.as_mut().graceful_shutdown();
+                }
+                unproven_until = Some(Instant::now() + UNPROVEN_GRACE);
+            }
             changed = stopping.changed(), if closing.is_none() => {
                 if changed.is_err() || *stopping.borrow() {
                     closing = Some(Ended::Done);

@@ -87,10 +87,22 @@ pub struct Limits {
     pub array_cache_bytes: u64,
     /// Blocks held at once.
     pub max_blocks: usize,
+    /// Block descriptions held at once, in bytes, each counted as at least [`BLOCK_WEIGHT`]
+    /// (about what a device keeps for a small block's pipeline).
+    pub max_block_store_bytes: u64,
     /// Tile streams open at once.
     pub max_streams: u64,
-    /// Connections open at once.
+    /// Connections that have shown the secret, open at once.
     pub max_connections: usize,
+    /// Connections that have not shown the secret yet, open at once; the oldest is closed to make
+    /// room for a new one ([`crate::admission`]).
+    pub unproven_connections: usize,
+    /// Of those, from one address (IPv6: one /64); the address's oldest is closed to make room. A
+    /// trusted proxy has no such share.
+    pub unproven_per_address: usize,
+    /// Time from accepting a connection to a request on it showing the secret (TLS handshake
+    /// included); a connection that has not by then is closed.
+    pub prove_within: Duration,
     /// A tile stream that sends nothing for this long with no tile in flight, or reads no result
     /// for this long, is closed.
     pub stream_idle: Duration,
@@ -116,8 +128,12 @@ impl Default for Limits {
             max_array_bytes: 1 << 30,
             array_cache_bytes: 2 << 30,
             max_blocks: 1024,
+            max_block_store_bytes: 256 << 20,
             max_streams: 256,
             max_connections: 4096,
+            unproven_connections: 512,
+            unproven_per_address: 64,
+            prove_within: Duration::from_secs(10),
             stream_idle: Duration::from_secs(60),
             handshake: Duration::from_secs(10),
             header_read: Duration::from_secs(30),
@@ -155,6 +171,16 @@ pub struct Config {
 }
 
 /// Whole arrays by content hash, least recently used first out.
+/// The least a registered block counts for against [`Limits::max_block_store_bytes`].
+pub const BLOCK_WEIGHT: u64 = 256 << 10;
+
+/// Registered blocks, and the bytes they count for.
+#[derive(Default)]
+struct Blocks {
+    by_id: HashMap<BlockId, Arc<BlockDesc>>,
+    bytes: u64,
+}
+
 #[derive(Default)]
 struct ArrayCache {
     arrays: HashMap<[u8; 32], (Arc<[u8]>, u64)>,
@@ -165,7 +191,10 @@ struct ArrayCache {
 pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) devices: Vec<DeviceHandle>,
-    blocks: RwLock<HashMap<BlockId, Arc<BlockDesc>>>,
+    blocks: RwLock<Blocks>,
+    /// Taken while a new block is checked and loaded, so that the room checked for it is there
+    /// when it is kept.
+    pub(crate) registering: tokio::sync::Mutex<()>,
     arrays: Mutex<ArrayCache>,
     pub(crate) draining: AtomicBool,
     /// Tells open tile streams to stop reading new tiles.
@@ -193,6 +222,7 @@ impl AppState {
             config,
             devices,
             blocks: RwLock::default(),
+            registering: tokio::sync::Mutex::new(()),
             arrays: Mutex::default(),
             draining: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
@@ -236,19 +266,40 @@ impl AppState {
 
     pub(crate) fn block(&self, id: &str) -> Result<Arc<BlockDesc>, ApiError> {
         let mut bytes = [0u8; 32];
-        hex::decode_to_slice(id, &mut bytes).map_err(|_| ApiError::UnknownBlock(id.to_owned()))?;
+        hex::decode_to_slice(id, &mut bytes).map_err(|_| {
+            let shown: String = id.chars().take(80).collect();
+            ApiError::BadRequest(format!(
+                "{shown:?} is not a block id (64 hex digits): use the id that POST /v1/blocks answered"
+            ))
+        })?;
         let blocks = self.0.blocks.read().unwrap_or_else(|e| e.into_inner());
-        blocks.get(&BlockId(bytes)).cloned().ok_or_else(|| ApiError::UnknownBlock(id.to_owned()))
+        blocks.by_id.get(&BlockId(bytes)).cloned().ok_or_else(|| ApiError::UnknownBlock(id.to_owned()))
     }
 
-    pub(crate) fn keep_block(&self, desc: Arc<BlockDesc>) -> Result<(), ApiError> {
-        let mut blocks = self.0.blocks.write().unwrap_or_else(|e| e.into_inner());
-        let id = desc.id();
-        if !blocks.contains_key(&id) && blocks.len() >= self.0.config.limits.max_blocks {
-            return Err(ApiError::Busy(format!("{} registered blocks", self.0.config.limits.max_blocks)));
+    /// Whether a new block of `size` bytes fits, by count and by bytes; checked before any
+    /// device loads it, so that a refused block costs nothing.
+    pub(crate) fn room_for_block(&self, size: usize) -> Result<(), ApiError> {
+        let blocks = self.0.blocks.read().unwrap_or_else(|e| e.into_inner());
+        let limits = &self.0.config.limits;
+        let weight = (size as u64).max(BLOCK_WEIGHT);
+        if blocks.by_id.len() >= limits.max_blocks || blocks.bytes + weight > limits.max_block_store_bytes {
+            return Err(ApiError::Busy(format!(
+                "this daemon holds its most blocks ({} of {}, {} of {} MiB); a restart forgets them",
+                blocks.by_id.len(),
+                limits.max_blocks,
+                blocks.bytes >> 20,
+                limits.max_block_store_bytes >> 20
+            )));
         }
-        blocks.insert(id, desc);
         Ok(())
+    }
+
+    /// Keeps a block that [`AppState::room_for_block`] found room for (under `registering`).
+    pub(crate) fn keep_block(&self, desc: Arc<BlockDesc>, size: usize) {
+        let mut blocks = self.0.blocks.write().unwrap_or_else(|e| e.into_inner());
+        if blocks.by_id.insert(desc.id(), desc).is_none() {
+            blocks.bytes += (size as u64).max(BLOCK_WEIGHT);
+        }
     }
 
     pub(crate) fn array(&self, hash: &[u8; 32]) -> Option<Arc<[u8]>> {

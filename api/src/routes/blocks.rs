@@ -52,10 +52,17 @@ pub(crate) async fn register(
         .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
     desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let id = desc.id();
+    // A new block is checked and loaded one at a time, after its room is found: a refused block
+    // has loaded nothing anywhere.
+    let _turn = match state.block(&id.to_string()) {
+        Ok(_) => None,
+        Err(_) => Some(state.0.registering.lock().await),
+    };
     let known = state.block(&id.to_string()).is_ok();
     let policy = state.0.config.forms;
     let desc = Arc::new(desc);
     if !known {
+        state.room_for_block(bytes.len())?;
         check_kernel(&desc).await?;
     }
 
@@ -97,7 +104,7 @@ pub(crate) async fn register(
     if loaded.is_empty() {
         return Err(last_error.unwrap_or_else(|| ApiError::LoadFailed("no device loaded the block".into())));
     }
-    state.keep_block(desc)?;
+    state.keep_block(desc, bytes.len());
     let status = if known { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
 }

@@ -405,7 +405,7 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     );
     case!(
         "a block id that is not hex",
-        "unknown_block",
+        "bad_request",
         outcome(post("/v1/blocks/zz/tile?count=1&params=1,1,1").send().await.expect("sent")).await
     );
     case!("a tile without a count", "bad_request", outcome(tile("params=1,1,1").send().await.expect("sent")).await);

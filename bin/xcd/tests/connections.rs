@@ -1,7 +1,9 @@
-//! Connections as an attacker or a crowd would open them: a thousand idle TCP connections that
-//! never start TLS, against a daemon started with a soft open-file limit of 256 (as services
-//! often are): it raises its own limit, keeps serving new clients throughout, and closes the idle
-//! ones when their handshake time runs out.
+//! Connections as an attacker or a crowd would open them: a thousand idle TCP connections from one
+//! address that never start TLS, against a daemon started with a soft open-file limit of 256 (as
+//! services often are): it raises its own limit, keeps at most its share of unproven connections
+//! from that address (each new one closes the oldest), keeps serving new clients throughout, and
+//! closes the rest when their time to show the secret runs out. bin/xcd/tests/hostile.rs has many
+//! addresses and requests without the secret.
 
 mod common;
 
@@ -43,11 +45,14 @@ async fn a_thousand_idle_connections_starve_no_one() {
         (0..1000).map(|_| TcpStream::connect(("127.0.0.1", daemon.port)).expect("a connection")).collect();
     std::thread::sleep(Duration::from_millis(500));
     let held = daemon.open_files();
-    assert!(held >= before + 900, "the daemon holds them: {before} files, then {held}");
+    assert!(
+        held >= before + 32 && held <= before + 64 + 16,
+        "the daemon holds one address's share (64): {before} files, then {held}"
+    );
     for _ in 0..10 {
         assert!(new_client_served(&daemon, &tile));
     }
-    // The handshake limit (10 s) closes every one that never spoke.
+    // Their time to show the secret (10 s) closes every one that never spoke.
     let deadline = Instant::now() + Duration::from_secs(30);
     while daemon.open_files() > before + 10 {
         assert!(Instant::now() < deadline, "idle connections still open: {}", daemon.open_files());

@@ -68,6 +68,22 @@ async fn the_protocol_docs_wgsl_only_block_registers_and_computes() {
         .expect("sent");
     assert_eq!(registered.status(), 201, "{}", registered.text().await.unwrap_or_default());
     let id = registered.json::<serde_json::Value>().await.expect("json")["id"].as_str().expect("an id").to_owned();
+    // The id, computed as the doc says a client can.
+    let python = doc
+        .split("### A block's id")
+        .nth(1)
+        .and_then(|rest| rest.split("```python").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the id's Python");
+    let mut run = Command::new(std::env::var("XCD_PYTHON").unwrap_or_else(|_| "python3".into()))
+        .args(["-c", python])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    std::io::Write::write_all(&mut run.stdin.take().expect("stdin"), json.as_bytes()).expect("the block to python");
+    let computed = run.wait_with_output().expect("python ends");
+    assert_eq!(String::from_utf8_lossy(&computed.stdout).trim(), id, "the doc's id is the daemon's");
     // y = 2 * x + y over four items: x = 1, 2, 3, 4 and y = 10 each.
     let body: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 10.0, 10.0, 10.0, 10.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     let tile = client

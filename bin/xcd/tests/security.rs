@@ -1,5 +1,5 @@
 //! What keeps strangers out, against the real daemon: wrong secrets hold an address back (and
-//! only that address), TLS is 1.2 or newer with modern suites only (checked with `openssl
+//! only that address, and not a program there that already showed the secret), TLS is 1.2 or newer with modern suites only (checked with `openssl
 //! s_client`), the secret never reaches a log even at the most verbose level, and a private key
 //! that others can read is refused with what to do.
 
@@ -32,11 +32,18 @@ fn wrong_secrets_hold_an_address_back_and_no_other() {
     let daemon = xcd().secret(SECRET).args(&["-trust-proxy", "127.0.0.1", "-mdns", "false"]).start();
     let devices = daemon.url("/v1/devices");
     let (guesser, neighbour) = ("203.0.113.9", "203.0.113.10");
-    for i in 0..6 {
+    // Not a guess: an Authorization that is not a bearer token is refused, and not counted.
+    for _ in 0..8 {
+        let basic = xcd_e2e::curl(&["-H", &format!("X-Forwarded-For: {guesser}"), "-u", "x:guess", &devices]);
+        let body = String::from_utf8_lossy(&basic.stdout).into_owned();
+        assert!(body.contains("secret_refused") && body.contains("Authorization: Bearer"), "{body}");
+    }
+    for i in 0..5 {
         let (status, body) = as_client(&devices, guesser, &format!("guess-{i}"));
         assert_eq!(status, 401, "guess {i}: {body}");
     }
-    // Held back now: even the right secret from that address is refused, and says until when.
+    // Held back now, from the fifth: even the right secret from that address is refused, and
+    // says until when.
     let (status, body) = as_client(&devices, guesser, SECRET);
     assert_eq!(status, 429, "{body}");
     assert!(body.contains("too_many_failures") && body.contains("try again then"), "{body}");
@@ -73,6 +80,37 @@ fn wrong_secrets_hold_an_address_back_and_no_other() {
     assert_eq!(status, 200, "{body}");
     let (_, page) = as_client(&daemon.url("/"), neighbour, SECRET);
     assert!(page.contains("too_many_failures") && page.contains(guesser), "kept among the refusals: {page}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guesser_at_a_programs_address_does_not_stop_it() {
+    // No trusted proxy: the program and the guesser are both 127.0.0.1, as behind one NAT.
+    let daemon = xcd().secret(SECRET).args(&["-mdns", "false"]).start();
+    let devices = daemon.url("/v1/devices");
+    let program = xcd_e2e::client();
+    let ask = |secret: &'static str| program.get(&devices).bearer_auth(secret).send();
+    assert_eq!(ask(SECRET).await.expect("sent").status(), 200, "the program shows the secret");
+    for i in 0..10 {
+        let guess =
+            xcd_e2e::curl(&["-H", &format!("Authorization: Bearer guess-{i}"), "-w", "\n%{http_code}", &devices]);
+        let text = String::from_utf8_lossy(&guess.stdout).into_owned();
+        assert!(text.ends_with("401") || text.ends_with("429"), "guess {i}: {text}");
+    }
+    // The address is held back for new connections, right secret or not...
+    let (status, body) = {
+        let out = xcd_e2e::curl(&["-H", &format!("Authorization: Bearer {SECRET}"), "-w", "\n%{http_code}", &devices]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, status) = text.rsplit_once('\n').map(|(b, s)| (b.to_owned(), s.to_owned())).unwrap_or_default();
+        (status, body)
+    };
+    assert_eq!(status, "429", "{body}");
+    // ...but the program, on the connection where it showed the secret, is served throughout,
+    // and a wrong secret there is still refused (and counted).
+    for _ in 0..30 {
+        assert_eq!(ask(SECRET).await.expect("sent").status(), 200, "the program is not stopped");
+    }
+    assert_eq!(ask("a-wrong-one").await.expect("sent").status(), 401);
+    assert_eq!(ask(SECRET).await.expect("sent").status(), 200);
 }
 
 fn s_client(port: u16, args: &[&str]) -> (bool, String) {
