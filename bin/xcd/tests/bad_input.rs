@@ -440,6 +440,7 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         "bad_frame",
         outcome(tile("start=4294967295&count=2&params=1,1,1").send().await.expect("sent")).await
     );
+    case!("a tile of no items", "bad_frame", outcome(tile("count=0&params=1,1,1").send().await.expect("sent")).await);
     case!(
         "inputs of the wrong size",
         "bad_frame",
@@ -497,6 +498,16 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         "a frame past the last item index",
         "bad_frame",
         stream(&daemon, &escape, &[], frame(5, u32::MAX, 2, vec![4, 4, 10], vec![], vec![])).await
+    );
+    case!(
+        "a frame tagged 0xFFFFFFFF, the daemon's own tag",
+        "bad_frame",
+        stream(&daemon, &escape, &[], frame(STREAM_TAG, 0, 16, vec![4, 4, 10], vec![], vec![])).await
+    );
+    case!(
+        "a frame of no items",
+        "bad_frame",
+        stream(&daemon, &escape, &[], frame(7, 0, 0, vec![4, 4, 10], vec![], vec![])).await
     );
     case!(
         "a frame whose results exceed the frame limit",
@@ -569,6 +580,9 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     assert!(mismatch.contains("elements of 4 bytes in the kernel and array counts of 8"), "{mismatch}");
     let long = detail("WGSL with a statement of 100000 operators");
     assert!(long.contains("more than 1000 operators"), "{long}");
+    let reserved = detail("a frame tagged 0xFFFFFFFF, the daemon's own tag");
+    assert!(reserved.starts_with("tag 4294967294: tag 0xffffffff is reserved"), "answered as unanswerable: {reserved}");
+    assert!(detail("a block id that is not hex").contains("64 hex digits"));
     assert!(good >= 5 && bad == 0, "the canary: {good} right, {bad} wrong");
     assert!(rss_after < rss_before + 256 * 1024, "memory grew from {rss_before} to {rss_after} KiB");
     let health = xcd_e2e::client().get(daemon.url("/healthz")).send().await.expect("still serving");
