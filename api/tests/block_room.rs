@@ -1,6 +1,7 @@
 //! The real server in-process over TLS, on this machine's first device (llvmpipe where there is
 //! no GPU): blocks are bounded by count and by bytes, and a block refused for want of room is
-//! refused before anything reads or loads it (issue 18: refused registrations cost nothing).
+//! refused before anything reads or loads it (issue 18: refused registrations cost nothing); a
+//! whole array that no device could bind is refused at its upload, not at its first tile.
 
 mod common;
 
@@ -49,5 +50,32 @@ async fn blocks_are_bounded_by_count_and_bytes_before_any_device_loads_them() {
     let (status, body) = register(&server.base, &saxpy_named("three", None)).await;
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("MiB"), "says the bytes: {body}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whole_array_no_device_binds_is_refused_at_upload() {
+    let Some(device) = xcd_engine::discover().devices.into_iter().next() else {
+        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
+        eprintln!("skipped: no device");
+        return;
+    };
+    let binds = device.info().max_buffer_bytes;
+    if binds >= (1 << 30) {
+        eprintln!("skipped: this device binds {binds} bytes, past the daemon's upload limit");
+        return;
+    }
+    let server = common::Server::start(Limits::default(), vec![device]).await;
+    let client = xcd_e2e::client();
+    let put = |bytes: Vec<u8>| {
+        let hash = hex::encode(xcd_wire::content_hash(&bytes));
+        client.put(format!("{}/v1/arrays/{hash}", server.base)).body(bytes).send()
+    };
+    let over = put(vec![0u8; binds as usize + 4]).await.expect("sent");
+    assert_eq!(over.status(), 413);
+    let text = over.text().await.unwrap_or_default();
+    assert!(text.contains("too_large") && text.contains(&binds.to_string()) && text.contains("split"), "{text}");
+    let fits = put(vec![1u8; 1 << 20]).await.expect("sent");
+    assert_eq!(fits.status(), 201, "{}", fits.text().await.unwrap_or_default());
     server.stop().await;
 }

@@ -17,6 +17,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverErr
 use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo};
 
 use crate::forms::{FormPolicy, Source};
+use crate::whole::WholeCache;
 use crate::{Backend, EngineError, Found, TileJob, TileOutput};
 
 /// Threads per CUDA block; any size works, the kernels index with blockDim.
@@ -70,9 +71,6 @@ pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<St
     Ok(ptx)
 }
 
-/// Whole arrays kept on a device before the oldest are dropped.
-const WHOLE_ARRAYS_KEPT: usize = 64;
-
 /// Finds CUDA devices, or says why there are none.
 pub(crate) fn discover(policy: FormPolicy) -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
@@ -105,9 +103,8 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     info: DeviceInfo,
     kernels: HashMap<BlockId, Kernel>,
-    /// Whole arrays by content hash, with the order they were last used in.
-    whole: HashMap<[u8; 32], (CudaSlice<u8>, u64)>,
-    uses: u64,
+    /// Whole arrays by content hash, bounded (`crate::whole`).
+    whole: WholeCache<CudaSlice<u8>>,
     /// Where kernels come from.
     policy: FormPolicy,
 }
@@ -136,7 +133,7 @@ impl CudaDevice {
             max_buffer_bytes: total,
             lost: None,
         };
-        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: HashMap::new(), uses: 0, policy })
+        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: WholeCache::new(), policy })
     }
 
     fn error(&self, block: &str, e: DriverError) -> EngineError {
@@ -144,20 +141,17 @@ impl CudaDevice {
     }
 
     fn whole_buffer(&mut self, block: &str, array: &crate::WholeArray) -> Result<(), EngineError> {
-        self.uses += 1;
-        let uses = self.uses;
-        if let Some((_, last)) = self.whole.get_mut(&array.hash) {
-            *last = uses;
+        if self.whole.get(&array.hash).is_some() {
             return Ok(());
         }
-        if self.whole.len() >= WHOLE_ARRAYS_KEPT {
-            let oldest = self.whole.iter().min_by_key(|(_, (_, last))| *last).map(|(hash, _)| *hash);
-            if let Some(hash) = oldest {
-                self.whole.remove(&hash);
-            }
+        let bytes = array.data.len() as u64;
+        if bytes > self.info.max_buffer_bytes {
+            let (device, max) = (self.info.id.clone(), self.info.max_buffer_bytes);
+            return Err(EngineError::WholeTooLarge { device, bytes, max });
         }
+        self.whole.make_room(bytes);
         let buffer = self.stream.clone_htod(&array.data[..]).map_err(|e| self.error(block, e))?;
-        self.whole.insert(array.hash, (buffer, uses));
+        self.whole.insert(array.hash, buffer, bytes);
         Ok(())
     }
 }
@@ -254,7 +248,7 @@ impl Backend for CudaDevice {
                                 launch.arg(buffer);
                             }
                             None => {
-                                let buffer = wholes.next().and_then(|w| self.whole.get(&w.hash)).map(|(b, _)| b);
+                                let buffer = wholes.next().and_then(|w| self.whole.peek(&w.hash));
                                 let Some(buffer) = buffer else {
                                     return Err(EngineError::BadJob("a whole array was not uploaded".into()));
                                 };

@@ -45,6 +45,18 @@ pub enum EngineError {
         /// Largest buffer the device allows.
         max: u64,
     },
+    /// A whole array larger than the device binds in one buffer.
+    #[error(
+        "a whole array of {bytes} bytes is over what {device} binds in one array ({max} bytes): split it into smaller arrays"
+    )]
+    WholeTooLarge {
+        /// Device id.
+        device: String,
+        /// The array's bytes.
+        bytes: u64,
+        /// Largest buffer the device binds.
+        max: u64,
+    },
     /// The device ran out of memory.
     #[error("{0} is out of memory")]
     OutOfMemory(String),

@@ -12,6 +12,7 @@
 //! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms, and
 //!   `vulkan_hal`, what it reads of a Vulkan device through wgpu's HAL (memory, float controls);
 //! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
+//! - [`whole`]: the whole arrays each device keeps, bounded by count and bytes;
 //! - [`error`]: [`EngineError`], small and actionable.
 
 pub mod cuda_backend;
@@ -21,6 +22,7 @@ pub mod job;
 pub mod owner;
 mod vulkan_hal;
 pub mod wgpu_backend;
+pub mod whole;
 
 pub use error::EngineError;
 pub use forms::{FormPolicy, form_for, forms_taken, native_form};

@@ -16,7 +16,8 @@
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
 //! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
-//! on demand and reused across tiles. Whole arrays are kept by content hash across blocks.
+//! on demand and reused across tiles. Whole arrays are kept by content hash across blocks, to a
+//! bound of count and bytes ([`crate::whole`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -27,12 +28,11 @@ use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind,
 
 use crate::forms::{FormPolicy, Source};
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
+use crate::whole::WholeCache;
 use crate::{Backend, EngineError, Found, TileJob, TileOutput};
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
 const SLOT_BYTES: u64 = 256;
-/// Whole arrays kept on a device before the oldest are dropped.
-const WHOLE_ARRAYS_KEPT: usize = 64;
 
 /// Finds wgpu adapters. With `skip_nvidia`, NVIDIA adapters are left to the CUDA backend.
 pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy) -> Found {
@@ -84,10 +84,8 @@ pub struct WgpuDevice {
     /// Required alignment of dynamic uniform offsets.
     slot_bytes: u64,
     kernels: HashMap<BlockId, Kernel>,
-    /// Whole arrays by content hash, with the order they were last used in.
-    whole: HashMap<[u8; 32], (wgpu::Buffer, u64)>,
-    /// A counter that orders uses of whole arrays.
-    uses: u64,
+    /// Whole arrays by content hash, bounded (`crate::whole`).
+    whole: WholeCache<wgpu::Buffer>,
     /// Where kernels come from.
     policy: FormPolicy,
     /// What the driver keeps of f32 when a kernel asks (Vulkan float controls).
@@ -137,8 +135,7 @@ impl WgpuDevice {
             max_workgroups: limits.max_compute_workgroups_per_dimension,
             slot_bytes: SLOT_BYTES.max(u64::from(limits.min_uniform_buffer_offset_alignment)),
             kernels: HashMap::new(),
-            whole: HashMap::new(),
-            uses: 0,
+            whole: WholeCache::new(),
             policy,
             floats,
         })
@@ -271,25 +268,23 @@ impl WgpuDevice {
         Ok(())
     }
 
-    /// The buffer holding a whole array, uploaded on first use.
-    fn whole_buffer(&mut self, array: &crate::WholeArray) -> wgpu::Buffer {
-        self.uses += 1;
-        let uses = self.uses;
-        if let Some((buffer, last)) = self.whole.get_mut(&array.hash) {
-            *last = uses;
-            return buffer.clone();
+    /// The buffer holding a whole array, uploaded on first use; refused if the device cannot bind
+    /// it.
+    fn whole_buffer(&mut self, array: &crate::WholeArray) -> Result<wgpu::Buffer, EngineError> {
+        if let Some(buffer) = self.whole.get(&array.hash) {
+            return Ok(buffer.clone());
         }
-        if self.whole.len() >= WHOLE_ARRAYS_KEPT {
-            let oldest = self.whole.iter().min_by_key(|(_, (_, last))| *last).map(|(hash, _)| *hash);
-            if let Some(hash) = oldest {
-                self.whole.remove(&hash);
-            }
+        let bytes = array.data.len() as u64;
+        if bytes > self.info.max_buffer_bytes {
+            let (device, max) = (self.info.id.clone(), self.info.max_buffer_bytes);
+            return Err(EngineError::WholeTooLarge { device, bytes, max });
         }
+        self.whole.make_room(bytes);
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let buffer = self.buffer("whole", array.data.len() as u64, usage);
+        let buffer = self.buffer("whole", bytes, usage);
         self.queue.write_buffer(&buffer, 0, &array.data);
-        self.whole.insert(array.hash, (buffer.clone(), uses));
-        buffer
+        self.whole.insert(array.hash, buffer.clone(), bytes);
+        Ok(buffer)
     }
 }
 
@@ -463,8 +458,11 @@ impl Backend for WgpuDevice {
         if needs_growth {
             self.grow(id, desc, count)?;
         }
-        let wholes: Vec<(wgpu::Buffer, u64)> =
-            job.whole.iter().map(|w| (self.whole_buffer(w), w.data.len() as u64)).collect();
+        let wholes: Vec<(wgpu::Buffer, u64)> = job
+            .whole
+            .iter()
+            .map(|w| Ok((self.whole_buffer(w)?, w.data.len() as u64)))
+            .collect::<Result<_, EngineError>>()?;
 
         // Split the tile into dispatches the device's workgroup limit allows.
         let per_dispatch = u64::from(self.max_workgroups.max(1)) * u64::from(WORKGROUP_SIZE);

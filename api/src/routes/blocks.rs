@@ -31,7 +31,7 @@ pub(crate) fn engine_error(e: EngineError) -> ApiError {
         EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
         EngineError::BadJob(m) => ApiError::BadFrame(m),
         EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
-        EngineError::TooLarge { .. } => ApiError::TooLarge(e.to_string()),
+        EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
         EngineError::OutOfMemory(device) => ApiError::DeclinedMemory { device, needed: 0, free: 0 },
         EngineError::Launch { .. }
         | EngineError::DeviceLost { .. }
@@ -141,6 +141,14 @@ pub(crate) async fn put_array(
     let bytes = body(bytes, state.0.config.limits.max_array_bytes as u64, "the array")?;
     if bytes.is_empty() {
         return Err(ApiError::BadRequest("a whole array needs at least one element".into()));
+    }
+    // Refused now rather than at its first tile: no device here could bind it.
+    let binds = state.0.devices.iter().map(|d| d.info().max_buffer_bytes).max().unwrap_or(0);
+    if bytes.len() as u64 > binds {
+        return Err(ApiError::TooLarge(format!(
+            "the array is {} bytes; the largest this daemon's devices bind in one array is {binds}: split it into smaller arrays",
+            bytes.len()
+        )));
     }
     let actual = xcd_wire::content_hash(&bytes);
     if actual != expected {

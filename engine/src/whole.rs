@@ -1,0 +1,102 @@
+//! The whole arrays a device keeps between tiles, by content hash: at most [`WHOLE_ARRAYS_KEPT`]
+//! of them and [`WHOLE_BYTES_KEPT`] bytes, the least recently used dropped first to make room.
+//! Owns the bookkeeping only; each backend owns its kind of buffer and uploads it.
+
+use std::collections::HashMap;
+
+/// Whole arrays kept on a device at once.
+pub const WHOLE_ARRAYS_KEPT: usize = 64;
+/// Bytes of whole arrays kept on a device at once (on a CPU device, host memory).
+pub const WHOLE_BYTES_KEPT: u64 = 1 << 30;
+
+/// Buffers of type `B` by content hash.
+pub(crate) struct WholeCache<B> {
+    held: HashMap<[u8; 32], Held<B>>,
+    bytes: u64,
+    uses: u64,
+}
+
+struct Held<B> {
+    buffer: B,
+    bytes: u64,
+    last: u64,
+}
+
+impl<B> Default for WholeCache<B> {
+    fn default() -> Self {
+        WholeCache::new()
+    }
+}
+
+impl<B> WholeCache<B> {
+    pub(crate) fn new() -> Self {
+        WholeCache { held: HashMap::new(), bytes: 0, uses: 0 }
+    }
+
+    /// The buffer for `hash`, if held, counted as used now.
+    pub(crate) fn get(&mut self, hash: &[u8; 32]) -> Option<&B> {
+        self.uses += 1;
+        let uses = self.uses;
+        self.held.get_mut(hash).map(|held| {
+            held.last = uses;
+            &held.buffer
+        })
+    }
+
+    /// The buffer for `hash`, if held, without counting a use.
+    pub(crate) fn peek(&self, hash: &[u8; 32]) -> Option<&B> {
+        self.held.get(hash).map(|held| &held.buffer)
+    }
+
+    /// Drops the least recently used until one more array of `bytes` fits.
+    pub(crate) fn make_room(&mut self, bytes: u64) {
+        while !self.held.is_empty() && (self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > WHOLE_BYTES_KEPT) {
+            let oldest = self.held.iter().min_by_key(|(_, held)| held.last).map(|(hash, _)| *hash);
+            if let Some(held) = oldest.and_then(|hash| self.held.remove(&hash)) {
+                self.bytes -= held.bytes;
+            }
+        }
+    }
+
+    /// Keeps `buffer` for `hash` (after [`WholeCache::make_room`]).
+    pub(crate) fn insert(&mut self, hash: [u8; 32], buffer: B, bytes: u64) {
+        self.uses += 1;
+        if let Some(old) = self.held.insert(hash, Held { buffer, bytes, last: self.uses }) {
+            self.bytes -= old.bytes;
+        }
+        self.bytes += bytes;
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_by_count_and_bytes_least_recently_used_first() {
+        let mut cache = WholeCache::new();
+        let gib = 1u64 << 30;
+        for i in 0..4u8 {
+            cache.make_room(gib / 4);
+            cache.insert([i; 32], i, gib / 4);
+        }
+        assert_eq!(cache.bytes(), gib);
+        assert_eq!(cache.get(&[0; 32]), Some(&0), "used again: now the most recent");
+        cache.make_room(gib / 4);
+        cache.insert([9; 32], 9, gib / 4);
+        assert_eq!(cache.bytes(), gib, "held to its bytes");
+        assert!(cache.peek(&[1; 32]).is_none(), "the least recently used went");
+        assert!(cache.peek(&[0; 32]).is_some() && cache.peek(&[9; 32]).is_some());
+        for i in 0..200u8 {
+            cache.make_room(1);
+            cache.insert([i; 32], i, 1);
+        }
+        assert!(cache.held.len() <= WHOLE_ARRAYS_KEPT, "held to its count");
+    }
+}
