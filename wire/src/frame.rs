@@ -332,6 +332,18 @@ impl FrameSplitter {
     pub fn is_empty(&self) -> bool {
         self.buffer.is_empty()
     }
+
+    /// The length its front frame declares, when that frame has begun to arrive but is not
+    /// whole yet (0 while its length prefix is still arriving).
+    pub fn arriving(&self) -> Option<u64> {
+        if self.buffer.is_empty() {
+            return None;
+        }
+        match self.declared() {
+            None => Some(0),
+            Some(length) => (self.buffer.len() < 4 + length as usize).then_some(length),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -423,5 +435,12 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].inputs.len(), 300_000);
         assert!(!splitter.is_empty(), "the start of the next frame is kept");
+        assert_eq!(splitter.arriving(), Some(frame.len() as u64 - 4), "and said to be arriving");
+        let mut splitter = FrameSplitter::new(1 << 20);
+        assert_eq!(splitter.arriving(), None);
+        splitter.push(&frame[..2]);
+        assert_eq!(splitter.arriving(), Some(0), "its length still arriving");
+        splitter.push(&frame[2..]);
+        assert_eq!(splitter.arriving(), None, "whole");
     }
 }

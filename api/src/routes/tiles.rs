@@ -5,7 +5,9 @@
 //! device; it reads no further frames until one finishes, so HTTP/2 flow control holds a fast
 //! sender back. A bad frame gets an error frame for its tag and the stream goes on; a frame that
 //! breaks the framing itself ends the stream with an error frame tagged `u32::MAX`. A stream that
-//! sends nothing, or reads no result, for `Limits::stream_idle` is closed.
+//! sends nothing, or reads no result, for `Limits::stream_idle` is closed, and so is one whose
+//! frame takes longer to arrive than `stream_idle` plus a second per MiB it declares (a frame
+//! kept alive a byte at a time holds its buffer no longer than that).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -201,11 +203,14 @@ async fn serve_stream(
     let mut running = FuturesUnordered::new();
     let mut draining = state.0.drain_rx.clone();
     let mut body_done = false;
+    // When the frame now arriving must be whole.
+    let mut frame_due: Option<tokio::time::Instant> = None;
     loop {
         // Start buffered tiles while there is room on the device, unless draining.
         while running.len() < depth && !*draining.borrow() {
             match splitter.next_frame() {
                 Ok(Some(frame)) => {
+                    frame_due = None;
                     let (state, desc, device) = (state.clone(), desc.clone(), device.clone());
                     running.push(async move {
                         let frame = match TileFrame::decode(&frame) {
@@ -252,7 +257,20 @@ async fn serve_stream(
             return;
         }
         let room = running.len() < depth && !body_done && !draining_now;
+        frame_due = match splitter.arriving() {
+            Some(length) if room => {
+                frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
+            }
+            _ => None,
+        };
         tokio::select! {
+            () = tokio::time::sleep_until(frame_due.unwrap_or_else(tokio::time::Instant::now)), if frame_due.is_some() => {
+                let secs = frame_time(limits, splitter.arriving().unwrap_or(0)).as_secs();
+                let e = ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"));
+                state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
+                let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+                return;
+            }
             Some(frame) = running.next(), if !running.is_empty() => {
                 match tokio::time::timeout(limits.stream_idle, tx.send(frame)).await {
                     Ok(Ok(())) => {}
@@ -282,6 +300,11 @@ async fn serve_stream(
             _ = draining.changed(), if !draining_now => {}
         }
     }
+}
+
+/// How long a frame of `length` bytes may take to arrive: the idle limit, and a second per MiB.
+fn frame_time(limits: &crate::Limits, length: u64) -> std::time::Duration {
+    limits.stream_idle + std::time::Duration::from_secs(length >> 20)
 }
 
 /// Query of `POST /v1/blocks/{id}/tile`.
