@@ -13,6 +13,7 @@
 //! - [`problem`]: [`ApiError`], the one mapping of refusals to problem answers;
 //! - [`state`]: [`AppState`], [`Config`], [`Limits`], [`Secret`];
 //! - [`serve`]: the accept loop over TLS or plain TCP, and the graceful drain;
+//! - [`open`]: the requests open on a connection, and when each answer is due;
 //! - [`tls`]: the certificate and key under `XCD_HOME`;
 //! - [`nimby`]: the owner's hours;
 //! - [`metrics`]: Prometheus series;
@@ -30,6 +31,7 @@ pub mod guard;
 pub mod limit;
 pub mod metrics;
 pub mod nimby;
+pub mod open;
 pub mod page;
 pub mod problem;
 pub mod proxy;

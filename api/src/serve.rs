@@ -6,21 +6,16 @@
 //! that has not shown the secret within `prove_within` is closed, and the oldest unproven one makes
 //! room for a new one.
 //!
-//! Each connection counts its open requests (a request is open until its response body has been
-//! sent or dropped, so a tile stream counts for as long as it runs). One with none open for
+//! Each connection counts its open requests ([`crate::open`]). One with none open for
 //! [`Limits::connection_idle`](crate::Limits) is shut down gracefully: a client that holds
-//! connections open and only answers pings cannot keep the daemon's connection slots.
+//! connections open and only answers pings cannot keep the daemon's connection slots. One with an
+//! answer of a known size unsent past its time (a client that does not read it) is dropped.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use bytes::Bytes;
-use hyper::body::{Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -31,6 +26,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::admission::{Admission, Conn};
+use crate::open::{Counted, OpenRequests};
 use crate::routes::router;
 use crate::state::AppState;
 
@@ -77,7 +73,7 @@ pub async fn serve(
                 // proxy names, and its connection's standing; and counts as open on its connection
                 // until its response is done.
                 let (trusted, router, counted) = (state.0.config.trusted_proxies.clone(), router.clone(), open.clone());
-                let standing = conn.clone();
+                let (standing, patience) = (conn.clone(), limits.stream_idle);
                 let service = TowerToHyperService::new(tower::service_fn(
                     move |mut request: axum::http::Request<hyper::body::Incoming>| {
                         let who = trusted.peer(peer, request.headers());
@@ -87,7 +83,7 @@ pub async fn serve(
                         let answer = tower::ServiceExt::oneshot(router.clone(), request);
                         async move {
                             let response = answer.await?;
-                            Ok::<_, std::convert::Infallible>(response.map(|body| Body::new(Counted { body, _guard: guard })))
+                            Ok::<_, std::convert::Infallible>(response.map(|body| Body::new(Counted::new(body, guard, patience))))
                         }
                     },
                 ));
@@ -123,6 +119,7 @@ pub async fn serve(
                     match result {
                         Ok(Ended::Idle) => tracing::debug!(%peer, "connection closed: idle for {idle:?}"),
                         Ok(Ended::Unproven) => tracing::debug!(%peer, "connection closed: no secret shown"),
+                        Ok(Ended::Unread) => tracing::info!(%peer, "connection closed: an answer went unread past its time"),
                         Ok(Ended::Done) => {}
                         Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
                     }
@@ -149,6 +146,8 @@ enum Ended {
     Idle,
     /// It was closed for not showing the secret in time, or to make room for a newer one.
     Unproven,
+    /// It was dropped with an answer unsent past its time (the client does not read).
+    Unread,
 }
 
 /// A connection's slot, freed when its task ends.
@@ -164,7 +163,8 @@ impl Drop for Slot {
 const UNPROVEN_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves one connection until it ends, shutting it down gracefully when it has been idle for
-/// `idle` or when the daemon drains. Unless a request on it has shown the secret by `prove_by`,
+/// `idle` or when the daemon drains, and dropping it when an answer goes unread past its time.
+/// Unless a request on it has shown the secret by `prove_by`,
 /// it is shut down then (and dropped a moment later if requests are still open); evicted, it is
 /// dropped at once.
 async fn drive<C, E>(
@@ -184,6 +184,7 @@ where
     loop {
         let check = open.idle_since().map_or_else(|| Instant::now() + idle, |since| since + idle);
         let deadline = unproven_until.filter(|_| !standing.proven());
+        let due = open.first_due();
         tokio::select! {
             result = conn.as_mut() => return result.map(|()| closing.unwrap_or(Ended::Done)),
             () = standing.until_evicted(), if !standing.proven() => return Ok(Ended::Unproven),
@@ -203,6 +204,12 @@ where
                     conn.as_mut().graceful_shutdown();
                 }
             }
+            () = open.changed() => {}
+            () = tokio::time::sleep_until(due.unwrap_or(check)), if due.is_some() => {
+                if open.first_due().is_some_and(|at| at <= Instant::now()) {
+                    return Ok(Ended::Unread);
+                }
+            }
             () = tokio::time::sleep_until(check), if closing.is_none() => {
                 if open.idle_since().is_some_and(|since| since.elapsed() >= idle) {
                     closing = Some(Ended::Idle);
@@ -210,63 +217,5 @@ where
                 }
             }
         }
-    }
-}
-
-/// The requests open on one connection, and since when none has been.
-struct OpenRequests {
-    open: AtomicUsize,
-    idle_since: Mutex<Instant>,
-}
-
-impl Default for OpenRequests {
-    fn default() -> Self {
-        OpenRequests { open: AtomicUsize::new(0), idle_since: Mutex::new(Instant::now()) }
-    }
-}
-
-impl OpenRequests {
-    fn start(self: &Arc<Self>) -> OpenGuard {
-        self.open.fetch_add(1, Ordering::SeqCst);
-        OpenGuard(self.clone())
-    }
-
-    /// When the last request ended, while none is open.
-    fn idle_since(&self) -> Option<Instant> {
-        let since = *self.idle_since.lock().unwrap_or_else(|e| e.into_inner());
-        (self.open.load(Ordering::SeqCst) == 0).then_some(since)
-    }
-}
-
-/// One open request: ends when dropped.
-struct OpenGuard(Arc<OpenRequests>);
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        *self.0.idle_since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        self.0.open.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// A response body that keeps its request open until it has been sent or dropped.
-struct Counted {
-    body: Body,
-    _guard: OpenGuard,
-}
-
-impl hyper::body::Body for Counted {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
