@@ -113,6 +113,10 @@ pub struct Limits {
     pub header_read: Duration,
     /// Time to receive a whole block, array or single-tile body.
     pub body: Duration,
+    /// Bytes of block, array and single-tile bodies being received at once, in all (each counted
+    /// by its `Content-Length`, or its endpoint's limit without one); past it an upload is
+    /// refused as `busy`.
+    pub upload_bytes: u64,
     /// A connection with no request open for this long is closed (HTTP/2 GOAWAY, or the end of
     /// an HTTP/1.1 keep-alive), however often it answers or sends pings.
     pub connection_idle: Duration,
@@ -139,6 +143,7 @@ impl Default for Limits {
             header_read: Duration::from_secs(30),
             connection_idle: Duration::from_secs(300),
             body: Duration::from_secs(60),
+            upload_bytes: 1 << 30,
             secret_failures: crate::limit::FREE_FAILURES,
         }
     }
@@ -171,6 +176,11 @@ pub struct Config {
 }
 
 /// Whole arrays by content hash, least recently used first out.
+/// Bytes in KiB, rounded up, as the upload budget counts them.
+pub(crate) fn kib(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+}
+
 /// The least a registered block counts for against [`Limits::max_block_store_bytes`].
 pub const BLOCK_WEIGHT: u64 = 256 << 10;
 
@@ -205,6 +215,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: Metrics,
     pub(crate) activity: Activity,
     pub(crate) failed_secrets: crate::limit::FailedSecrets,
+    /// Upload bytes being received, in KiB (`Limits::upload_bytes`).
+    pub(crate) uploads: Arc<tokio::sync::Semaphore>,
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -215,6 +227,7 @@ impl AppState {
     /// State for a daemon serving `devices` with `config`.
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
         let failed_secrets = crate::limit::FailedSecrets::new(config.limits.secret_failures);
+        let uploads = Arc::new(tokio::sync::Semaphore::new(kib(config.limits.upload_bytes) as usize));
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
         AppState(Arc::new(Inner {
             drain_tx,
@@ -229,6 +242,7 @@ impl AppState {
             streams: AtomicU64::new(0),
             metrics: Metrics::default(),
             activity: Activity::default(),
+            uploads,
             failed_secrets,
         }))
     }

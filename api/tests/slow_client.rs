@@ -1,5 +1,6 @@
 //! The real server in-process, over TLS on port 0: a client that stalls in the middle of a body
-//! is refused when the body limit runs out, and the daemon serves on.
+//! is refused when the body limit runs out, and the daemon serves on; stalled uploads hold no more
+//! than the daemon's upload budget, beyond which an upload is refused as busy.
 
 use std::time::{Duration, Instant};
 
@@ -30,5 +31,42 @@ async fn a_stalled_upload_is_refused_in_time() {
 
     let health = xcd_e2e::client().get(format!("{}/healthz", server.base)).send().await.expect("served");
     assert_eq!(health.status(), 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stalled_uploads_hold_no_more_than_the_upload_budget() {
+    let limits = Limits { body: Duration::from_secs(3), upload_bytes: 1 << 20, ..Limits::default() };
+    let server = common::Server::start(limits, Vec::new()).await;
+    let client = xcd_e2e::client();
+    let array = |bytes: &[u8]| format!("{}/v1/arrays/{}", server.base, hex::encode(xcd_wire::content_hash(bytes)));
+
+    // An upload that declares 800 KiB, sends 1 KiB and stalls: its 800 KiB are held for it.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
+    tx.send(Ok(vec![0u8; 1024])).await.expect("sent");
+    let stalled_body = reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (b, rx))
+    }));
+    let stalled = tokio::spawn(
+        client.put(array(&[1])).header("content-length", (800 << 10).to_string()).body(stalled_body).send(),
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Another 800 KiB does not fit beside it; 100 KiB does.
+    let big = vec![2u8; 800 << 10];
+    let refused = client.put(array(&big)).body(big.clone()).send().await.expect("answered");
+    assert_eq!(refused.status(), 503);
+    let text = refused.text().await.unwrap_or_default();
+    assert!(text.contains("busy") && text.contains("uploads"), "{text}");
+    let small = vec![3u8; 100 << 10];
+    let taken = client.put(array(&small)).body(small).send().await.expect("answered");
+    assert_eq!(taken.status(), 201, "{}", taken.text().await.unwrap_or_default());
+
+    // The stalled one runs out of time (3 s) and frees its share.
+    let stalled = stalled.await.expect("the upload task").expect("answered");
+    assert_eq!(stalled.status(), 400);
+    drop(tx);
+    let taken = client.put(array(&big)).body(big).send().await.expect("answered");
+    assert_eq!(taken.status(), 201, "{}", taken.text().await.unwrap_or_default());
     server.stop().await;
 }

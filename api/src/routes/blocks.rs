@@ -143,8 +143,8 @@ pub(crate) async fn put_array(
         return Err(ApiError::BadRequest("a whole array needs at least one element".into()));
     }
     // Refused now rather than at its first tile: no device here could bind it.
-    let binds = state.0.devices.iter().map(|d| d.info().max_buffer_bytes).max().unwrap_or(0);
-    if bytes.len() as u64 > binds {
+    let binds = state.0.devices.iter().map(|d| d.info().max_buffer_bytes).max();
+    if let Some(binds) = binds.filter(|b| bytes.len() as u64 > *b) {
         return Err(ApiError::TooLarge(format!(
             "the array is {} bytes; the largest this daemon's devices bind in one array is {binds}: split it into smaller arrays",
             bytes.len()

@@ -40,6 +40,8 @@ pub fn router(state: AppState) -> Router {
     let limits = &state.0.config.limits;
     // A client that stalls while sending a body gets a refusal instead of holding on.
     let slow = || RequestBodyTimeoutLayer::new(limits.body);
+    // What bodies all uploads may be receiving at once.
+    let budget = |max: usize| middleware::from_fn_with_state((state.clone(), max as u64), uploads);
     let guarded = Router::new()
         .route("/v1/version", get(info::version))
         .route("/v1/devices", get(info::devices))
@@ -48,6 +50,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/blocks",
             post(blocks::register)
                 .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_block_bytes))
+                .layer::<_, Infallible>(budget(limits.max_block_bytes))
                 .layer::<_, Infallible>(slow()),
         )
         .route("/v1/blocks/{id}/tiles", post(tiles::stream))
@@ -55,6 +58,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/blocks/{id}/tile",
             post(tiles::one)
                 .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_frame_bytes as usize))
+                .layer::<_, Infallible>(budget(limits.max_frame_bytes as usize))
                 .layer::<_, Infallible>(slow()),
         )
         .route(
@@ -62,6 +66,7 @@ pub fn router(state: AppState) -> Router {
             get(blocks::get_array)
                 .put(blocks::put_array)
                 .layer::<_, Infallible>(DefaultBodyLimit::max(limits.max_array_bytes))
+                .layer::<_, Infallible>(budget(limits.max_array_bytes))
                 .layer::<_, Infallible>(slow()),
         )
         .route("/metrics", get(info::metrics))
@@ -94,6 +99,25 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         state.refused(peer, code, what);
     }
     response
+}
+
+/// Middleware on the endpoints that take a body: holds its share of `Limits::upload_bytes` (its
+/// `Content-Length`, or the endpoint's `max` without one) while the request is handled, or
+/// refuses it as `busy` when the daemon is already receiving that much.
+async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let want = crate::state::kib(declared.unwrap_or(max).min(max));
+    let Ok(_share) = state.0.uploads.clone().try_acquire_many_owned(want) else {
+        let all = state.0.config.limits.upload_bytes >> 20;
+        let error =
+            ApiError::Busy(format!("this daemon is receiving its most uploads at once ({all} MiB): try again shortly"));
+        return crate::guard::refuse(request, error).await;
+    };
+    next.run(request).await
 }
 
 async fn not_found() -> ApiError {
