@@ -146,7 +146,8 @@ impl FailedSecrets {
     }
 
     /// How long `client` is still held back at `now`, if it is.
-    pub fn held(&self, client: IpAddr, now: Instant) -> Option<Duration> {
+    #[cfg(test)]
+    fn held(&self, client: IpAddr, now: Instant) -> Option<Duration> {
         let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let until = counts.by_address.get(&key(client)).and_then(|c| c.held_until)?;
         until.checked_duration_since(now).filter(|w| !w.is_zero())

@@ -25,11 +25,7 @@ async fn register(base: &str, desc: &BlockDesc) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn blocks_are_bounded_by_count_and_bytes_before_any_device_loads_them() {
-    let Some(device) = xcd_engine::discover().devices.into_iter().next() else {
-        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
-        eprintln!("skipped: no device");
-        return;
-    };
+    let Some(device) = common::first_device() else { return };
     let limits = Limits { max_blocks: 2, ..Limits::default() };
     let server = common::Server::start(limits, vec![device.clone()]).await;
     assert_eq!(register(&server.base, &saxpy_named("one", None)).await.0, 201);
@@ -55,11 +51,7 @@ async fn blocks_are_bounded_by_count_and_bytes_before_any_device_loads_them() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_whole_array_no_device_binds_is_refused_at_upload() {
-    let Some(device) = xcd_engine::discover().devices.into_iter().next() else {
-        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
-        eprintln!("skipped: no device");
-        return;
-    };
+    let Some(device) = common::first_device() else { return };
     let binds = device.info().max_buffer_bytes;
     if binds >= (1 << 30) {
         eprintln!("skipped: this device binds {binds} bytes, past the daemon's upload limit");

@@ -13,18 +13,12 @@ use xcd_wire::{FrameSplitter, ResultFrame, Tile, TileFrame};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_frame_trickled_a_byte_at_a_time_ends_its_stream() {
-    let Some(device) = xcd_engine::discover().devices.into_iter().next() else {
-        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
-        eprintln!("skipped: no device");
-        return;
-    };
+    let Some(device) = common::first_device() else { return };
     let limits = Limits { stream_idle: Duration::from_secs(1), ..Limits::default() };
     let server = common::Server::start(limits, vec![device]).await;
     let base = server.base.clone();
-    let block = xcd_kernels::all().into_iter().find(|b| b.desc.name == "escape").expect("escape");
+    let escape = common::register(&base, "escape").await;
     let client = xcd_e2e::client();
-    let registered = client.post(format!("{base}/v1/blocks")).json(&*block.desc).send().await.expect("sent");
-    assert!(registered.status().is_success());
 
     // A whole frame first (answered), then half of the next, then one byte every 300 ms: never
     // idle for the stream's 1 s, but the frame is due 1 s after it began.
@@ -58,7 +52,7 @@ async fn a_frame_trickled_a_byte_at_a_time_ends_its_stream() {
     }));
     let started = Instant::now();
     let response =
-        client.post(format!("{base}/v1/blocks/{}/tiles", block.desc.id())).body(body).send().await.expect("answered");
+        client.post(format!("{base}/v1/blocks/{}/tiles", escape.id())).body(body).send().await.expect("answered");
     assert_eq!(response.status(), 200);
     let mut results = response.bytes_stream();
     let mut splitter = FrameSplitter::new(1 << 20);

@@ -11,17 +11,11 @@ use xcd_api::Limits;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_never_read_is_dropped_in_time() {
-    let Some(device) = xcd_engine::discover().devices.into_iter().next() else {
-        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
-        eprintln!("skipped: no device");
-        return;
-    };
+    let Some(device) = common::first_device() else { return };
     let limits = Limits { stream_idle: Duration::from_secs(1), ..Limits::default() };
     let server = common::Server::start_plain(limits, vec![device]).await;
     let base = server.base.clone();
-    let block = xcd_kernels::all().into_iter().find(|b| b.desc.name == "escape").expect("escape");
-    let registered = xcd_e2e::client().post(format!("{base}/v1/blocks")).json(&*block.desc).send().await.expect("sent");
-    assert!(registered.status().is_success());
+    let escape = common::register(&base, "escape").await;
 
     // An HTTP/2 client that reads nothing of the answer: its windows (64 KiB) fill, and the rest
     // of the 4 MiB answer (1,048,576 items, due within 1 s + 4 s) stays with the daemon.
@@ -32,7 +26,7 @@ async fn an_answer_never_read_is_dropped_in_time() {
         let _ = conn.await;
         opened.elapsed()
     });
-    let uri = format!("{base}/v1/blocks/{}/tile?count=1048576&params=1024,1024,4", block.desc.id());
+    let uri = format!("{base}/v1/blocks/{}/tile?count=1048576&params=1024,1024,4", escape.id());
     let request = axum::http::Request::post(uri).body(()).expect("a request");
     let mut ready = send.ready().await.expect("ready");
     let (response, _) = ready.send_request(request, true).expect("sent");

@@ -58,3 +58,22 @@ impl Server {
         }
     }
 }
+
+/// This machine's first device (llvmpipe where there is no GPU); None, saying so, where there is
+/// none (never in CI, which installs llvmpipe).
+pub fn first_device() -> Option<DeviceHandle> {
+    let device = xcd_engine::discover().devices.into_iter().next();
+    if device.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe (scripts/deps)");
+        eprintln!("skipped: no device");
+    }
+    device
+}
+
+/// Registers the example block `name` with the server at `base`; returns its description.
+pub async fn register(base: &str, name: &str) -> std::sync::Arc<xcd_wire::BlockDesc> {
+    let block = xcd_kernels::all().into_iter().find(|b| b.desc.name == name).expect("an example block");
+    let registered = xcd_e2e::client().post(format!("{base}/v1/blocks")).json(&*block.desc).send().await.expect("sent");
+    assert!(registered.status().is_success(), "registering {name}");
+    block.desc
+}

@@ -12,24 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A single tile over a connection of its own (curl), as a new client would.
-fn new_client_served(daemon: &xcd_e2e::Daemon, tile: &str) -> bool {
-    let out = xcd_e2e::curl(&[
-        "-f",
-        "--max-time",
-        "10",
-        "-H",
-        &format!("Authorization: {}", auth()),
-        "-X",
-        "POST",
-        "-o",
-        "/dev/null",
-        tile,
-    ]);
-    out.status.success()
-        || panic!("a new client was not served: {}\n{}", String::from_utf8_lossy(&out.stderr), daemon.stderr())
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thousand_idle_connections_starve_no_one() {
     let daemon = xcd().secret(SECRET).under(&["prlimit", "--nofile=256:8192"]).args(&["-mdns", "false"]).start();

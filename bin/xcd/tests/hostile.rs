@@ -11,28 +11,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 
-/// One tile over a connection of its own (curl), as a new client with the secret would.
-fn served(daemon: &xcd_e2e::Daemon, tile: &str) {
-    let out = xcd_e2e::curl(&[
-        "-f",
-        "--max-time",
-        "10",
-        "-H",
-        &format!("Authorization: {}", auth()),
-        "-X",
-        "POST",
-        "-o",
-        "/dev/null",
-        tile,
-    ]);
-    assert!(
-        out.status.success(),
-        "a client with the secret was not served: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        daemon.stderr()
-    );
-}
-
 /// A TCP connection to the daemon from loopback address 127.0.0.`from`.
 async fn connect_from(from: u8, port: u16) -> tokio::net::TcpStream {
     let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
@@ -66,7 +44,7 @@ async fn unproven_connections_keep_out_no_client_with_the_secret() {
     let daemon = xcd().secret(SECRET).args(&["-mdns", "false"]).start();
     let id = register(&daemon, "escape").await;
     let tile = daemon.url(&format!("/v1/blocks/{id}/tile?count=64&params=64,64,100"));
-    served(&daemon, &tile);
+    assert!(new_client_served(&daemon, &tile));
     let (files_before, rss_before) = (daemon.open_files(), daemon.rss_kib());
 
     // 1. 1,000 connections that never start TLS, 50 from each of 20 addresses: more than every
@@ -81,7 +59,7 @@ async fn unproven_connections_keep_out_no_client_with_the_secret() {
     let pushed_out = idle.iter().filter(|s| closed(s)).count();
     assert!(pushed_out >= 1000 - 512 - 32, "the oldest made room: {pushed_out} of 1000 closed");
     for _ in 0..5 {
-        served(&daemon, &tile);
+        assert!(new_client_served(&daemon, &tile));
     }
 
     // 2. 70 more from one address: past its share, its own oldest go.
@@ -93,7 +71,7 @@ async fn unproven_connections_keep_out_no_client_with_the_secret() {
     let gone = one.iter().filter(|s| closed(s)).count();
     assert!(gone >= 6, "one address holds at most 64: {gone} of 70 closed");
     assert!(!closed(&one[69]), "the newest is kept");
-    served(&daemon, &tile);
+    assert!(new_client_served(&daemon, &tile));
 
     // 3. Requests without the secret whose bodies never end, 4 at once from each of 12 clients
     //    (at most 48 connections: within one address's share): each is answered within the time
@@ -116,7 +94,7 @@ async fn unproven_connections_keep_out_no_client_with_the_secret() {
         assert!(matches!(status, Ok(Ok(Ok(401)))), "refused, the body not kept: {status:?}");
     }
     assert!(started.elapsed() < Duration::from_secs(10));
-    served(&daemon, &tile);
+    assert!(new_client_served(&daemon, &tile));
     let rss = daemon.rss_kib();
     assert!(
         rss < rss_before + 64 * 1024,
@@ -132,7 +110,7 @@ async fn unproven_connections_keep_out_no_client_with_the_secret() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(idle.iter().chain(&one).all(closed), "each closed by the daemon");
-    served(&daemon, &tile);
+    assert!(new_client_served(&daemon, &tile));
 }
 
 #[test]

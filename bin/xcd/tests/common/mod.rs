@@ -76,3 +76,22 @@ impl Results {
         }
     }
 }
+
+/// A single tile over a connection of its own (curl), as a new client with the secret would:
+/// true when served (a failure panics, with curl's words and the daemon's log).
+pub fn new_client_served(daemon: &Daemon, tile: &str) -> bool {
+    let out = xcd_e2e::curl(&[
+        "-f",
+        "--max-time",
+        "10",
+        "-H",
+        &format!("Authorization: {}", auth()),
+        "-X",
+        "POST",
+        "-o",
+        "/dev/null",
+        tile,
+    ]);
+    out.status.success()
+        || panic!("a new client was not served: {}\n{}", String::from_utf8_lossy(&out.stderr), daemon.stderr())
+}
