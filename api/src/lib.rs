@@ -28,6 +28,7 @@
 pub mod activity;
 pub mod admission;
 pub mod guard;
+pub mod held;
 pub mod limit;
 pub mod metrics;
 pub mod nimby;

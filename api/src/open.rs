@@ -47,7 +47,7 @@ impl OpenRequests {
     /// A request begins.
     pub(crate) fn start(self: &Arc<Self>) -> OpenGuard {
         self.open.fetch_add(1, Ordering::SeqCst);
-        OpenGuard { requests: self.clone(), id: self.next.fetch_add(1, Ordering::SeqCst), due: None }
+        OpenGuard { requests: self.clone(), id: self.next.fetch_add(1, Ordering::SeqCst) }
     }
 
     /// When the last request ended, while none is open.
@@ -71,26 +71,47 @@ impl OpenRequests {
 pub(crate) struct OpenGuard {
     requests: Arc<OpenRequests>,
     id: u64,
-    due: Option<Instant>,
 }
 
 impl OpenGuard {
     /// Its answer, of `bytes`, must be sent within `patience` and a second per MiB.
-    fn answer_due(&mut self, bytes: u64, patience: Duration) {
+    fn answer_due(&self, bytes: u64, patience: Duration) {
         let at = Instant::now() + patience + Duration::from_secs(bytes >> 20);
-        self.due = Some(at);
         self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).insert((at, self.id), ());
         self.requests.changed.notify_one();
     }
 }
 
+impl OpenGuard {
+    /// A handle by which the request's handler can make its answer due at once.
+    pub(crate) fn handle(&self) -> DueNow {
+        DueNow { requests: self.requests.clone(), id: self.id }
+    }
+}
+
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        if let Some(at) = self.due {
-            self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).remove(&(at, self.id));
-        }
+        let id = self.id;
+        self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, of), ()| *of != id);
         *self.requests.idle_since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         self.requests.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Given to each request (an extension): a tile stream that has given up on a client that reads
+/// nothing makes its answer due now, so that the connection is dropped with what HTTP/2 still
+/// holds of it, as for an unread answer of a known size.
+#[derive(Clone)]
+pub(crate) struct DueNow {
+    requests: Arc<OpenRequests>,
+    id: u64,
+}
+
+impl DueNow {
+    /// The answer is due now: unless it is sent or dropped first, its connection is dropped.
+    pub(crate) fn now(&self) {
+        self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).insert((Instant::now(), self.id), ());
+        self.requests.changed.notify_one();
     }
 }
 
@@ -110,7 +131,7 @@ pub(crate) struct Counted {
 impl Counted {
     /// `body`, counted by `guard`; due within `patience` (and a second per MiB) when its size is
     /// known.
-    pub(crate) fn new(body: Body, mut guard: OpenGuard, patience: Duration) -> Self {
+    pub(crate) fn new(body: Body, guard: OpenGuard, patience: Duration) -> Self {
         if let Some(bytes) = hyper::body::Body::size_hint(&body).exact() {
             guard.answer_due(bytes, patience);
         }

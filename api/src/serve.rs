@@ -77,9 +77,10 @@ pub async fn serve(
                 let service = TowerToHyperService::new(tower::service_fn(
                     move |mut request: axum::http::Request<hyper::body::Incoming>| {
                         let who = trusted.peer(peer, request.headers());
+                        let guard = counted.start();
                         request.extensions_mut().insert(who);
                         request.extensions_mut().insert(standing.clone());
-                        let guard = counted.start();
+                        request.extensions_mut().insert(guard.handle());
                         let answer = tower::ServiceExt::oneshot(router.clone(), request);
                         async move {
                             let response = answer.await?;

@@ -117,6 +117,11 @@ pub struct Limits {
     /// by its `Content-Length`, or its endpoint's limit without one); past it an upload is
     /// refused as `busy`.
     pub upload_bytes: u64,
+    /// Tile data held at once, in all: each tile from the moment its frame starts to arrive (its
+    /// frame's bytes and its results' bytes) until its results have gone to the client. A tile
+    /// stream waits for room, reading nothing meanwhile; a single tile without room is refused as
+    /// `busy`. A tile larger than all of it counts as all of it.
+    pub tile_bytes: u64,
     /// A connection with no request open for this long is closed (HTTP/2 GOAWAY, or the end of
     /// an HTTP/1.1 keep-alive), however often it answers or sends pings.
     pub connection_idle: Duration,
@@ -144,6 +149,7 @@ impl Default for Limits {
             connection_idle: Duration::from_secs(300),
             body: Duration::from_secs(60),
             upload_bytes: 1 << 30,
+            tile_bytes: 1 << 30,
             secret_failures: crate::limit::FREE_FAILURES,
         }
     }
@@ -217,6 +223,8 @@ pub(crate) struct Inner {
     pub(crate) failed_secrets: crate::limit::FailedSecrets,
     /// Upload bytes being received, in KiB (`Limits::upload_bytes`).
     pub(crate) uploads: Arc<tokio::sync::Semaphore>,
+    /// Tile data held, in KiB (`Limits::tile_bytes`).
+    pub(crate) tile_data: Arc<tokio::sync::Semaphore>,
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -228,6 +236,7 @@ impl AppState {
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
         let failed_secrets = crate::limit::FailedSecrets::new(config.limits.secret_failures);
         let uploads = Arc::new(tokio::sync::Semaphore::new(kib(config.limits.upload_bytes) as usize));
+        let tile_data = Arc::new(tokio::sync::Semaphore::new(kib(config.limits.tile_bytes) as usize));
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
         AppState(Arc::new(Inner {
             drain_tx,
@@ -243,6 +252,7 @@ impl AppState {
             metrics: Metrics::default(),
             activity: Activity::default(),
             uploads,
+            tile_data,
             failed_secrets,
         }))
     }

@@ -280,6 +280,17 @@ fn result_header(kind: u8, tag: u32, payload: usize) -> Vec<u8> {
 /// The most a splitter sets aside for the rest of a frame before its bytes arrive.
 const RESERVE_AHEAD: usize = 16 << 20;
 
+/// What [`FrameSplitter::front`] knows of the frame at the front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Front {
+    /// The length its prefix declares (the bytes after the prefix).
+    pub length: u64,
+    /// A tile frame's item count, once its header has arrived.
+    pub count: Option<u32>,
+    /// How many of its bytes (after the prefix) have arrived, at most `length`.
+    pub arrived: u64,
+}
+
 /// Splits a byte stream into frame bodies, refusing any frame over `limit` bytes.
 #[derive(Debug)]
 pub struct FrameSplitter {
@@ -326,6 +337,20 @@ impl FrameSplitter {
         let mut frame = self.buffer.split_to(end);
         frame.advance(4);
         Ok(Some(frame.freeze()))
+    }
+
+    /// The frame at the front as far as it has arrived: its declared length and, for a tile
+    /// frame whose header is here, its item count (what its results will weigh). None while the
+    /// length prefix is still arriving.
+    pub fn front(&self) -> Option<Front> {
+        let length = self.declared()?;
+        let count = match self.buffer.get(4..20) {
+            Some(header) if header[0] == KIND_TILE => {
+                Some(u32::from_le_bytes([header[12], header[13], header[14], header[15]]))
+            }
+            _ => None,
+        };
+        Some(Front { length, count, arrived: (self.buffer.len() as u64 - 4).min(length) })
     }
 
     /// True when no partial frame is buffered.
@@ -442,5 +467,24 @@ mod tests {
         assert_eq!(splitter.arriving(), Some(0), "its length still arriving");
         splitter.push(&frame[2..]);
         assert_eq!(splitter.arriving(), None, "whole");
+    }
+    #[test]
+    fn the_front_frame_says_its_length_and_count_as_they_arrive() {
+        let frame = TileFrame { tile: Tile { start: 3, count: 777 }, inputs: vec![1; 100].into(), ..tile() }.encode();
+        let length = frame.len() as u64 - 4;
+        let mut splitter = FrameSplitter::new(1 << 20);
+        assert_eq!(splitter.front(), None);
+        splitter.push(&frame[..3]);
+        assert_eq!(splitter.front(), None, "the prefix still arriving");
+        splitter.push(&frame[3..19]);
+        assert_eq!(splitter.front(), Some(Front { length, count: None, arrived: 15 }), "the count not yet here");
+        splitter.push(&frame[19..40]);
+        assert_eq!(splitter.front(), Some(Front { length, count: Some(777), arrived: 36 }));
+        splitter.push(&frame[40..]);
+        assert_eq!(splitter.front(), Some(Front { length, count: Some(777), arrived: length }));
+        let mut other = FrameSplitter::new(1 << 20);
+        let problem = TileProblem { code: "busy".into(), detail: "a detail long enough".into() };
+        other.push(&ResultFrame::Failed { tag: 1, problem }.encode());
+        assert_eq!(other.front().and_then(|f| f.count), None, "not a tile frame (kind 2)");
     }
 }

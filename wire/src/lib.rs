@@ -26,7 +26,7 @@ pub mod trace;
 pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
 pub use device::{BackendKind, DeviceInfo};
 pub use forms::{FormKind, Forms};
-pub use frame::{FrameError, FrameSplitter, ResultFrame, TileFrame, TileProblem, result_pieces};
+pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 

@@ -8,6 +8,12 @@
 //! sends nothing, or reads no result, for `Limits::stream_idle` is closed, and so is one whose
 //! frame takes longer to arrive than `stream_idle` plus a second per MiB it declares (a frame
 //! kept alive a byte at a time holds its buffer no longer than that).
+//!
+//! Every tile holds its share of `Limits::tile_bytes` ([`crate::held`]) from the moment its frame
+//! starts to arrive until its results have gone to HTTP/2: a stream without room for its next
+//! frame reads nothing until there is, and a single tile without room for its results is `busy`.
+//! A stream given up on for results unread makes its answer due at once, so that its connection
+//! is dropped with whatever HTTP/2 still holds of it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -22,7 +28,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::Deserialize;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
@@ -31,7 +37,9 @@ use xcd_wire::{
 };
 
 use crate::activity::Peer;
+use crate::held::{Holding, frame_cost, result_bytes, share};
 use crate::metrics::DeviceLabel;
+use crate::open::DueNow;
 use crate::problem::ApiError;
 use crate::routes::blocks::{body, engine_error};
 use crate::state::AppState;
@@ -74,7 +82,7 @@ async fn open(
 /// Turns a decoded frame into a device job, checked against the block as the engine checks it.
 fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> Result<TileJob, ApiError> {
     let count = u64::from(frame.tile.count);
-    let out_bytes: u64 = desc.tile_outputs().map(|i| count * u64::from(desc.arrays[i].elem_size)).sum();
+    let out_bytes = result_bytes(desc, frame.tile.count);
     let limit = state.0.config.limits.max_frame_bytes;
     if out_bytes > limit {
         return Err(ApiError::TooLarge(format!(
@@ -148,6 +156,7 @@ pub(crate) async fn stream(
     State(state): State<AppState>,
     Extension(peer): Extension<Peer>,
     Path(id): Path<String>,
+    due: Option<Extension<DueNow>>,
     query: Result<Query<StreamQuery>, QueryRejection>,
     headers: HeaderMap,
     request: Body,
@@ -176,17 +185,77 @@ pub(crate) async fn stream(
         return Err(ApiError::Busy(format!("{limit} tile streams")));
     }
     let slot = StreamSlot(state.clone());
-    let (tx, rx) = mpsc::channel::<Vec<Bytes>>(state.depth() as usize * 2);
+    let (tx, rx) = mpsc::channel::<Answer>(state.depth() as usize * 2);
+    let due = due.map(|Extension(due)| due);
+    let taking = Arc::new(Taking::new());
+    let taken = taking.clone();
     tokio::spawn(async move {
         let _slot = slot;
-        serve_stream(state, peer, desc, block, device, request, tx).await;
+        serve_stream(state, peer, desc, block, device, request, tx, due, taking).await;
     });
-    // Each message is one frame in pieces (`result_pieces`), sent on in order.
-    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
-        .flat_map(|pieces| futures_util::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>)));
+    // Each message is one frame in pieces (`result_pieces`), sent on in order; its tile's share
+    // of the budget goes once its last piece has been taken.
+    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }).flat_map(
+        move |(pieces, share)| {
+            let taken = taken.clone();
+            futures_util::stream::iter(pieces).map(move |piece| {
+                let _share = &share;
+                taken.took();
+                Ok::<_, Infallible>(piece)
+            })
+        },
+    );
     Ok(([(header::CONTENT_TYPE, FRAMES_MEDIA_TYPE)], Body::from_stream(body)).into_response())
 }
 
+/// A result frame in pieces, with its tile's share of the budget when it has one.
+type Answer = (Vec<Bytes>, Option<Share>);
+
+/// How a stream's answer is being taken by HTTP/2: how many of its results still hold a share of
+/// the budget, and when it last took a piece. A stream waiting for room while its own results go
+/// untaken for the idle limit has a client that reads nothing.
+struct Taking {
+    holding: std::sync::atomic::AtomicUsize,
+    last: std::sync::Mutex<tokio::time::Instant>,
+}
+
+impl Taking {
+    fn new() -> Self {
+        Taking { holding: Default::default(), last: std::sync::Mutex::new(tokio::time::Instant::now()) }
+    }
+
+    fn took(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+    }
+
+    fn last(&self) -> tokio::time::Instant {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A result's share of the budget, counted by its stream's [`Taking`] until dropped.
+struct Share {
+    _held: OwnedSemaphorePermit,
+    taking: Arc<Taking>,
+}
+
+impl Share {
+    fn new(held: OwnedSemaphorePermit, taking: &Arc<Taking>) -> Self {
+        taking.holding.fetch_add(1, Ordering::SeqCst);
+        Share { _held: held, taking: taking.clone() }
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        self.taking.holding.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waiting for the front frame's share of the budget.
+type Wanted = std::pin::Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>> + Send>>;
+
+#[allow(clippy::too_many_arguments)] // the stream's parts, handed over once from its handler
 async fn serve_stream(
     state: AppState,
     peer: Peer,
@@ -194,7 +263,9 @@ async fn serve_stream(
     block: BlockId,
     device: DeviceHandle,
     request: Body,
-    tx: mpsc::Sender<Vec<Bytes>>,
+    tx: mpsc::Sender<Answer>,
+    due: Option<DueNow>,
+    taking: Arc<Taking>,
 ) {
     let limits = &state.0.config.limits;
     let depth = state.depth() as usize;
@@ -205,12 +276,27 @@ async fn serve_stream(
     let mut body_done = false;
     // When the frame now arriving must be whole.
     let mut frame_due: Option<tokio::time::Instant> = None;
+    // The front frame's share of the budget, held or waited for.
+    let mut charge: Option<OwnedSemaphorePermit> = None;
+    let mut wanted: Option<Wanted> = None;
     loop {
         // Start buffered tiles while there is room on the device, unless draining.
         while running.len() < depth && !*draining.borrow() {
+            if charge.is_none() && wanted.is_none() {
+                if let Some(cost) = splitter.front().and_then(|front| frame_cost(front, &desc, limits)) {
+                    match state.0.tile_data.clone().try_acquire_many_owned(cost) {
+                        Ok(held) => charge = Some(held),
+                        Err(_) => wanted = Some(Box::pin(state.0.tile_data.clone().acquire_many_owned(cost))),
+                    }
+                }
+            }
+            if wanted.is_some() {
+                break;
+            }
             match splitter.next_frame() {
                 Ok(Some(frame)) => {
                     frame_due = None;
+                    let held = charge.take();
                     let (state, desc, device) = (state.clone(), desc.clone(), device.clone());
                     running.push(async move {
                         let frame = match TileFrame::decode(&frame) {
@@ -221,7 +307,7 @@ async fn serve_stream(
                                     .get(4..8)
                                     .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                                     .min(UNKNOWN_TAG);
-                                return problem_frame(tag, &ApiError::BadFrame(e.to_string()));
+                                return (problem_frame(tag, &ApiError::BadFrame(e.to_string())), held);
                             }
                         };
                         let tag = frame.tag;
@@ -229,19 +315,20 @@ async fn serve_stream(
                             Ok(job) => run(&state, peer, &desc, &device, job).await,
                             Err(e) => Err(e),
                         };
-                        match result {
+                        let pieces = match result {
                             Ok(outputs) => result_pieces(tag, outputs),
                             Err(e) => {
                                 state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
                                 problem_frame(tag, &e)
                             }
-                        }
+                        };
+                        (pieces, held)
                     });
                 }
                 Ok(None) => break,
                 Err(e) => {
                     state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
-                    let _ = tx.send(problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string()))).await;
+                    let _ = tx.send((problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string())), None)).await;
                     return;
                 }
             }
@@ -249,14 +336,14 @@ async fn serve_stream(
         let draining_now = *draining.borrow();
         if running.is_empty() && (body_done || draining_now) {
             if draining_now && !(body_done && splitter.is_empty()) {
-                let _ = tx.send(problem_frame(STREAM_TAG, &ApiError::Draining)).await;
+                let _ = tx.send((problem_frame(STREAM_TAG, &ApiError::Draining), None)).await;
             } else if !splitter.is_empty() {
                 let e = ApiError::BadFrame("the stream ended inside a frame".into());
-                let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+                let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
             }
             return;
         }
-        let room = running.len() < depth && !body_done && !draining_now;
+        let room = running.len() < depth && !body_done && !draining_now && wanted.is_none();
         frame_due = match splitter.arriving() {
             Some(length) if room => {
                 frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
@@ -268,20 +355,34 @@ async fn serve_stream(
                 let secs = frame_time(limits, splitter.arriving().unwrap_or(0)).as_secs();
                 let e = ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"));
                 state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
-                let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+                let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
                 return;
             }
-            Some(frame) = running.next(), if !running.is_empty() => {
-                match tokio::time::timeout(limits.stream_idle, tx.send(frame)).await {
+            () = tokio::time::sleep_until(taking.last() + limits.stream_idle),
+                if wanted.is_some() && taking.holding.load(Ordering::SeqCst) > 0 =>
+            {
+                if taking.last().elapsed() >= limits.stream_idle {
+                    results_unread(&state, peer, &desc, due.as_ref());
+                    return;
+                }
+            }
+            held = async { wanted.as_mut().expect("waiting for room").await }, if wanted.is_some() => {
+                wanted = None;
+                match held {
+                    Ok(held) => charge = Some(held),
+                    Err(_) => return, // the budget is never closed
+                }
+            }
+            Some((pieces, held)) = running.next(), if !running.is_empty() => {
+                let answer = (pieces, held.map(|held| Share::new(held, &taking)));
+                match tokio::time::timeout(limits.stream_idle, tx.send(answer)).await {
                     Ok(Ok(())) => {}
                     // The program went away; its tiles in flight finish and are dropped.
                     Ok(Err(_)) => return,
                     // A program that reads no result for this long holds a stream, tiles and
                     // buffers for nothing: the stream ends (the program sees it end early).
                     Err(_) => {
-                        let secs = limits.stream_idle.as_secs();
-                        tracing::info!(%peer, "a tile stream of block {} closed: no result read for {secs} s", desc.name);
-                        state.refused(peer, "results_unread", format!("the tile stream of block {}", desc.name));
+                        results_unread(&state, peer, &desc, due.as_ref());
                         return;
                     }
                 }
@@ -292,13 +393,24 @@ async fn serve_stream(
                 Ok(None) => body_done = true,
                 Err(_) if running.is_empty() => {
                     let e = ApiError::BadFrame(format!("no frame for {} s: the stream is closed", limits.stream_idle.as_secs()));
-                    let _ = tx.send(problem_frame(STREAM_TAG, &e)).await;
+                    let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
                     return;
                 }
                 Err(_) => {}
             },
             _ = draining.changed(), if !draining_now => {}
         }
+    }
+}
+
+/// Gives up a stream whose client reads no result: kept among the refusals, and its answer made
+/// due at once, so that its connection is dropped with what HTTP/2 still holds of it.
+fn results_unread(state: &AppState, peer: Peer, desc: &BlockDesc, due: Option<&DueNow>) {
+    let secs = state.0.config.limits.stream_idle.as_secs();
+    tracing::info!(%peer, "a tile stream of block {} closed: no result read for {secs} s", desc.name);
+    state.refused(peer, "results_unread", format!("the tile stream of block {}", desc.name));
+    if let Some(due) = due {
+        due.now();
     }
 }
 
@@ -375,7 +487,16 @@ pub(crate) async fn one(
         inputs,
     };
     let job = job(&state, &desc, block, frame)?;
+    let limits = &state.0.config.limits;
+    let Ok(held) = state.0.tile_data.clone().try_acquire_many_owned(share(result_bytes(&desc, query.count), limits))
+    else {
+        let all = limits.tile_bytes >> 20;
+        return Err(ApiError::Busy(format!(
+            "this daemon holds its most tile data at once ({all} MiB): try again shortly"
+        )));
+    };
     let mut outputs = run(&state, peer, &desc, &device, job).await?;
     let outputs = if outputs.len() == 1 { outputs.swap_remove(0) } else { outputs.concat() };
-    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], outputs).into_response())
+    let body = Body::new(Holding::new(Body::from(outputs), held));
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
 }
