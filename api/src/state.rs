@@ -155,6 +155,28 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// These limits with `bytes` of clients' data held at once, in all (`-memory`): 4/17 for
+    /// uploads being received, 4/17 for tile data, 8/17 for whole arrays, 1/17 for block
+    /// descriptions (4352 MiB gives today's 1 GiB, 1 GiB, 2 GiB and 256 MiB). The largest frame,
+    /// array and block are held to what their budgets can take, so that one too large for them is
+    /// refused as too large, saying the limit, rather than as busy for ever.
+    pub fn with_memory(self, bytes: u64) -> Self {
+        let part = |n: u64| bytes / 17 * n;
+        let (uploads, tiles, arrays, blocks) = (part(4), part(4), part(8), part(1));
+        Limits {
+            upload_bytes: uploads,
+            tile_bytes: tiles,
+            array_cache_bytes: arrays,
+            max_block_store_bytes: blocks,
+            max_frame_bytes: self.max_frame_bytes.min(uploads).min(tiles),
+            max_array_bytes: self.max_array_bytes.min(uploads as usize).min(arrays as usize),
+            max_block_bytes: self.max_block_bytes.min(blocks as usize),
+            ..self
+        }
+    }
+}
+
 /// The daemon's settings, parsed once by the binary.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -415,6 +437,26 @@ impl AppState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_is_shared_out_and_the_largest_of_each_fits_its_share() {
+        let default = Limits::default().with_memory(4352 << 20);
+        let today = Limits::default();
+        assert_eq!(
+            (default.upload_bytes, default.tile_bytes, default.array_cache_bytes, default.max_block_store_bytes),
+            (today.upload_bytes, today.tile_bytes, today.array_cache_bytes, today.max_block_store_bytes),
+            "the default is today's budgets"
+        );
+        assert_eq!(default.max_frame_bytes, today.max_frame_bytes);
+        let small = Limits::default().with_memory(170 << 20);
+        assert_eq!(
+            small.upload_bytes + small.tile_bytes + small.array_cache_bytes + small.max_block_store_bytes,
+            170 << 20
+        );
+        assert_eq!(small.max_frame_bytes, 40 << 20, "a frame fits the uploads' and the tiles' share");
+        assert_eq!(small.max_array_bytes, 40 << 20);
+        assert_eq!(small.max_block_bytes, 10 << 20);
+    }
 
     #[test]
     fn page_tokens_are_bound_to_the_secret_and_expire() {

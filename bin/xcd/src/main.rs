@@ -75,6 +75,11 @@ struct Cli {
     /// for a while (1 s, doubling with each further wrong one, up to 5 minutes).
     #[arg(long, default_value_t = 5, value_name = "N")]
     secret_failures: u32,
+    /// MiB of clients' data the daemon holds at once, in all (docs/security.md, "The memory
+    /// ceiling"): 4/17 for uploads being received, 4/17 for tile data, 8/17 for whole arrays,
+    /// 1/17 for block descriptions. The default, 4352, gives 1 GiB, 1 GiB, 2 GiB and 256 MiB.
+    #[arg(long, default_value_t = 4352, value_name = "MIB", value_parser = clap::value_parser!(u64).range(68..))]
+    memory: u64,
     /// Seconds one tile may run on a device. Past it the program gets an error, the device is
     /// taken out of service (a kernel that never ends) and the daemon tries to bring it back.
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -251,7 +256,8 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(1, format!("cannot start: {e}")),
     };
-    let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() };
+    let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() }
+        .with_memory(cli.memory << 20);
     #[cfg(unix)]
     raise_open_files((limits.max_connections + limits.unproven_connections) as u64 + 256);
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };

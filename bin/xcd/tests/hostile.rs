@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
+use futures_util::StreamExt;
 
 /// A TCP connection to the daemon from loopback address 127.0.0.`from`.
 async fn connect_from(from: u8, port: u16) -> tokio::net::TcpStream {
@@ -137,4 +138,201 @@ fn a_tls_connection_that_never_shows_the_secret_is_closed() {
     };
     assert!(ended >= Duration::from_secs(8), "closed after its time, not before: {ended:?}");
     drop(s_client.stdin.take());
+}
+
+/// Sends one request with `secret` over a new plain HTTP/1.1 connection from 127.`a`.`b`.`c`;
+/// its status.
+async fn from_address(port: u16, [a, b, c]: [u8; 3], secret: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, a, b, c)), 0)).expect("a loopback address");
+    let mut tcp = socket.connect(SocketAddr::from(([127, 0, 0, 1], port))).await.expect("connected");
+    let request =
+        format!("GET /v1/capacity HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\nConnection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer);
+    text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn churning_through_addresses_forgets_no_hold_and_stops_no_program() {
+    more_open_files();
+    let daemon = xcd().secret(SECRET).args(&["-mdns", "false", "-plain"]).start();
+    let port = daemon.port;
+    // A program that has shown the secret on its connection.
+    let _ = xcd_e2e::client(); // installs the TLS crypto provider reqwest needs
+    let program = reqwest::Client::builder().http1_only().build().expect("a client");
+    let capacity = daemon.url("/v1/capacity");
+    let served =
+        || async { program.get(&capacity).header("authorization", auth()).send().await.map(|r| r.status().as_u16()) };
+    assert_eq!(served().await.ok(), Some(200));
+
+    // One address guesses until it is held back.
+    let held = [0, 0, 5];
+    for _ in 0..5 {
+        assert_eq!(from_address(port, held, "wrong").await, 401);
+    }
+    assert_eq!(from_address(port, held, SECRET).await, 429, "held back after 5");
+
+    // 3,000 other addresses, one wrong secret each, 32 at a time.
+    let mut statuses = std::collections::HashMap::<u16, usize>::new();
+    let addresses: Vec<[u8; 3]> = (0..3000u32).map(|i| [1 + (i >> 16) as u8, (i >> 8) as u8, i as u8]).collect();
+    for batch in addresses.chunks(32) {
+        let sent: Vec<_> = batch.iter().map(|&a| tokio::spawn(from_address(port, a, "wrong"))).collect();
+        for status in sent {
+            *statuses.entry(status.await.expect("sent")).or_default() += 1;
+        }
+        assert_eq!(served().await.ok(), Some(200), "the program is served throughout");
+    }
+    let compared = statuses.get(&401).copied().unwrap_or(0);
+    let refused = statuses.get(&429).copied().unwrap_or(0);
+    assert!(compared <= 100 + 10 * 60, "no faster than the total budget: {statuses:?}");
+    assert_eq!(compared + refused, 3000, "{statuses:?}");
+
+    // The held address is remembered: once its hold is over, one more wrong secret holds it again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let again = from_address(port, held, "wrong").await;
+    assert!(again == 401 || again == 429, "{again}");
+    assert_eq!(from_address(port, held, SECRET).await, 429, "still counted: held again at once");
+    assert_eq!(served().await.ok(), Some(200));
+}
+
+/// `-memory` in the test below: 80 MiB for uploads, 80 MiB for tile data, 160 MiB for whole
+/// arrays, 20 MiB for block descriptions.
+const MEMORY_MIB: u64 = 340;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_secret_every_attack_at_once_stays_under_the_memory_ceiling() {
+    more_open_files();
+    let memory = MEMORY_MIB.to_string();
+    let daemon = xcd().secret(SECRET).args(&["-mdns", "false", "-memory", &memory]).start();
+    let escape = register(&daemon, "escape").await;
+    let poly = register(&daemon, "poly").await;
+    let tile = daemon.url(&format!("/v1/blocks/{escape}/tile?count=64&params=64,64,100"));
+    assert!(new_client_served(&daemon, &tile));
+    let started_kib = daemon.rss_kib();
+    let mut attacks = Vec::new();
+
+    // Stalled uploads: 16 arrays of a declared 64 MiB, 1 MiB sent, then nothing.
+    for i in 0..16u8 {
+        let url = daemon.url(&format!("/v1/arrays/{}", format!("{i:02x}").repeat(32)));
+        attacks.push(tokio::spawn(async move {
+            let first =
+                futures_util::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(vec![i; 1 << 20])) });
+            let body = reqwest::Body::wrap_stream(first.chain(futures_util::stream::pending()));
+            let _ = xcd_e2e::client()
+                .put(url)
+                .header("authorization", auth())
+                .header("content-length", (64u64 << 20).to_string())
+                .body(body)
+                .send()
+                .await;
+        }));
+    }
+    // Tile streams whose results are never read: 6, with 4 MiB of results a tile.
+    let mut unread = Vec::new();
+    for _ in 0..6 {
+        let frames = futures_util::stream::unfold(0u32, |tag| async move {
+            Some((Ok::<_, std::io::Error>(escape_frame(tag, 0, 1 << 20, 1024, 1024, 2)), tag.wrapping_add(1)))
+        });
+        let url = daemon.url(&format!("/v1/blocks/{escape}/tiles"));
+        unread.push(
+            xcd_e2e::client().post(url).header("authorization", auth()).body(reqwest::Body::wrap_stream(frames)).send(),
+        );
+    }
+    let unread_streams = futures_util::future::join_all(unread).await;
+    // Single tiles of 16 MiB whose answers are never read: 16.
+    let mut answers = Vec::new();
+    for _ in 0..16 {
+        let url = daemon.url(&format!("/v1/blocks/{escape}/tile?count={}&params=2048,2048,2", 4 << 20));
+        answers.push(xcd_e2e::client().post(url).header("authorization", auth()).send());
+    }
+    let unread_answers = futures_util::future::join_all(answers).await;
+    let busy = unread_answers.iter().filter(|a| a.as_ref().is_ok_and(|r| r.status() == 503)).count();
+    // Whole arrays: 8 distinct ones of 32 MiB, each used in one tile (twice the arrays' share).
+    let client = xcd_e2e::client();
+    for i in 0..8u32 {
+        let coef: Vec<u8> = (0..(8u32 << 20)).flat_map(|k| ((k ^ i) as f32).to_le_bytes()).collect();
+        let hash: String = xcd_wire::content_hash(&coef).iter().map(|b| format!("{b:02x}")).collect();
+        let put = client.put(daemon.url(&format!("/v1/arrays/{hash}"))).header("authorization", auth()).body(coef);
+        let status = put.send().await.map(|r| r.status().as_u16());
+        assert!(matches!(status, Ok(201) | Ok(503)), "array {i}: {status:?}");
+        let url = daemon.url(&format!("/v1/blocks/{poly}/tile?count=1024&params=3&whole={hash}"));
+        let _ = client.post(url).header("authorization", auth()).body(vec![0u8; 4096]).send().await;
+    }
+    // Block registrations past the blocks' share: 60 small ones, 6 of 8 MiB.
+    let block = xcd_kernels::all().into_iter().find(|b| b.desc.name == "escape").expect("escape");
+    let mut refused_blocks = 0;
+    for i in 0..66 {
+        let mut desc = (*block.desc).clone();
+        desc.name = format!("escape{i}");
+        if i >= 60 {
+            let wgsl = desc.forms.wgsl.take().unwrap_or_default();
+            desc.forms.wgsl = Some(format!("{wgsl}\n// {}\n", "x".repeat(8 << 20)));
+        }
+        let response = client.post(daemon.url("/v1/blocks")).header("authorization", auth()).json(&desc).send().await;
+        refused_blocks += usize::from(response.is_ok_and(|r| r.status() == 503 || r.status() == 413));
+    }
+    // Without the secret: 300 connections that never speak, 24 bodies that never end.
+    let mut idle = Vec::new();
+    for i in 0..300 {
+        idle.push(connect_from(10 + (i % 10) as u8, daemon.port).await);
+    }
+    for _ in 0..24 {
+        let endless = futures_util::stream::repeat_with(|| Ok::<_, std::io::Error>(Bytes::from(vec![7u8; 16_384])));
+        let url = daemon.url("/v1/blocks");
+        attacks.push(tokio::spawn(async move {
+            let _ = xcd_e2e::client().post(url).body(reqwest::Body::wrap_stream(endless)).send().await;
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A new client is answered in the middle of it all: served, or told the tile data's share is
+    // held (`busy`, while the unread answers hold it: up to their time, 60 s and a second per
+    // MiB), never left without an answer.
+    let out = xcd_e2e::curl(&[
+        "-s",
+        "--max-time",
+        "10",
+        "-H",
+        &format!("Authorization: {}", auth()),
+        "-X",
+        "POST",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &tile,
+    ]);
+    let code = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(code == "200" || code == "503", "a new client got {code:?}: {}", String::from_utf8_lossy(&out.stderr));
+
+    let peak_mib = daemon.peak_rss_kib() / 1024;
+    let ceiling_mib = 512 + MEMORY_MIB;
+    eprintln!(
+        "memory: {} MiB at the start, {peak_mib} MiB at the most (ceiling {ceiling_mib} MiB); {busy} of 16 unread \
+         single tiles busy, {refused_blocks} of 66 blocks refused",
+        started_kib / 1024
+    );
+    assert!(peak_mib < ceiling_mib, "{peak_mib} MiB is past the ceiling of {ceiling_mib} MiB");
+    assert!(busy > 0, "the tile data's share ran out");
+    assert!(refused_blocks > 0, "the blocks' share ran out");
+
+    // The attackers go; what they held is let go.
+    for attack in attacks {
+        attack.abort();
+    }
+    drop((unread_streams, unread_answers, idle));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now_mib = daemon.rss_kib() / 1024;
+        if now_mib < started_kib / 1024 + 192 {
+            eprintln!("memory: {now_mib} MiB after");
+            break;
+        }
+        assert!(Instant::now() < deadline, "memory did not drop back: {now_mib} MiB");
+    }
+    assert!(new_client_served(&daemon, &tile));
 }
