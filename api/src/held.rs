@@ -1,19 +1,27 @@
-//! Tile data held in memory, against one daemon-wide budget (`Limits::tile_bytes`): what a tile
-//! costs, and a response body that keeps its tile's share until it has been sent or dropped.
+//! Clients' data held in memory against byte budgets of which one client address (IPv4, or IPv6
+//! /64) may hold at most half: uploads being received (`Limits::upload_bytes`) and tile data
+//! (`Limits::tile_bytes`). Here: a budget, what a tile costs, and a response body that keeps its
+//! tile's share until it has been sent or dropped.
 //!
 //! A tile is charged from the moment its frame starts to arrive (the frame's bytes, and the bytes
-//! its results will take) until its results have gone to HTTP/2. This module only prices and
-//! holds; the tile endpoints (`routes::tiles`) decide when to wait for room and when to refuse.
+//! its results will take) until its results have gone to HTTP/2. A client's half is taken before
+//! the daemon's whole, always in that order, so that waiters never hold each other up in a ring.
+//! This module only prices and holds; the tile endpoints (`routes::tiles`) decide when to wait for
+//! room and when to refuse.
 
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use hyper::body::{Frame, SizeHint};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use xcd_wire::{BlockDesc, Front};
 
 use crate::Limits;
+use crate::activity::Peer;
 use crate::state::kib;
 
 /// The bytes of results a tile of `count` items of `desc` returns.
@@ -38,19 +46,117 @@ pub(crate) fn frame_cost(front: Front, desc: &BlockDesc, limits: &Limits) -> Opt
     Some(share(front.length + results, limits))
 }
 
-/// `bytes` in KiB of the budget, at most all of it (a tile larger than the budget takes it all).
+/// `bytes` in KiB of the tile data budget, at most what one client may hold (a tile larger than
+/// that counts as that, so that it can always be run).
 pub(crate) fn share(bytes: u64, limits: &Limits) -> u32 {
-    kib(bytes.min(limits.tile_bytes)).max(1)
+    kib(bytes).min(half(limits.tile_bytes)).max(1)
+}
+
+/// What one client address may hold of a budget of `bytes`, in KiB: half.
+pub(crate) fn half(bytes: u64) -> u32 {
+    (kib(bytes) / 2).max(1)
+}
+
+/// Which of the two a tile found without room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Short {
+    /// The client's address holds its half.
+    Client,
+    /// The daemon holds all of its budget.
+    All,
+}
+
+/// A byte budget, in KiB, and each client address's half of it.
+pub(crate) struct Budget {
+    all: Arc<Semaphore>,
+    per_client: u32,
+    clients: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
+}
+
+/// A request's share, held until dropped.
+pub(crate) struct Held {
+    client: Option<OwnedSemaphorePermit>,
+    _all: OwnedSemaphorePermit,
+    data: Arc<Budget>,
+    key: IpAddr,
+}
+
+impl Budget {
+    /// A budget of `bytes`.
+    pub(crate) fn new(bytes: u64) -> Arc<Self> {
+        Arc::new(Budget {
+            all: Arc::new(Semaphore::new(kib(bytes) as usize)),
+            per_client: half(bytes),
+            clients: Mutex::default(),
+        })
+    }
+
+    /// The address `peer` is counted under (in-process requests all count as one).
+    fn key(peer: Peer) -> IpAddr {
+        peer.client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), crate::limit::key)
+    }
+
+    fn client(&self, key: IpAddr) -> Arc<Semaphore> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients.entry(key).or_insert_with(|| Arc::new(Semaphore::new(self.per_client as usize))).clone()
+    }
+
+    /// `kib` for `peer` now, or which of the two has no room.
+    pub(crate) fn try_take(self: &Arc<Self>, peer: Peer, kib: u32) -> Result<Held, Short> {
+        let key = Self::key(peer);
+        let client = self.client(key).try_acquire_many_owned(kib).map_err(|_| Short::Client);
+        let held = client.and_then(|client| {
+            let all = self.all.clone().try_acquire_many_owned(kib).map_err(|_| Short::All)?;
+            Ok(Held { client: Some(client), _all: all, data: self.clone(), key })
+        });
+        if held.is_err() {
+            self.forget_if_idle(key);
+        }
+        held
+    }
+
+    /// `kib` for `peer`, once there is room: the client's half first, then the daemon's whole.
+    pub(crate) async fn take(self: Arc<Self>, peer: Peer, kib: u32) -> Held {
+        let key = Self::key(peer);
+        // Neither semaphore is ever closed.
+        let client = self.client(key).acquire_many_owned(kib).await.expect("never closed");
+        let all = self.all.clone().acquire_many_owned(kib).await.expect("never closed");
+        Held { client: Some(client), _all: all, data: self, key }
+    }
+
+    /// Drops an address's count once nothing holds or waits on it.
+    fn forget_if_idle(&self, key: IpAddr) {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if clients
+            .get(&key)
+            .is_some_and(|c| Arc::strong_count(c) == 1 && c.available_permits() == self.per_client as usize)
+        {
+            clients.remove(&key);
+        }
+    }
+
+    /// Addresses counted now.
+    #[cfg(test)]
+    fn clients(&self) -> usize {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        drop(self.client.take());
+        self.data.forget_if_idle(self.key);
+    }
 }
 
 /// A response body holding its share of the budget until it has been sent or dropped.
 pub(crate) struct Holding {
     body: Body,
-    _held: OwnedSemaphorePermit,
+    _held: Held,
 }
 
 impl Holding {
-    pub(crate) fn new(body: Body, held: OwnedSemaphorePermit) -> Self {
+    pub(crate) fn new(body: Body, held: Held) -> Self {
         Holding { body, _held: held }
     }
 }
@@ -86,9 +192,40 @@ mod tests {
         let short = Front { length: 8, count: None, arrived: 8 };
         assert_eq!(frame_cost(short, &desc, &limits), Some(1), "a whole frame too short to be a tile");
         let huge = Front { length: 4096, count: Some(u32::MAX), arrived: 16 };
-        assert_eq!(frame_cost(huge, &desc, &limits), Some(64 << 10), "at most the whole budget");
+        assert_eq!(frame_cost(huge, &desc, &limits), Some(32 << 10), "at most one client's half");
         let over = Front { length: limits.max_frame_bytes + 1, count: None, arrived: 0 };
         assert_eq!(frame_cost(over, &desc, &limits), None, "refused by the splitter");
+    }
+
+    #[test]
+    fn one_address_holds_at_most_half_and_is_forgotten_when_it_holds_nothing() {
+        let data = Budget::new(8 << 20);
+        let peer = |last: u8| Peer { client: Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, last))), via: None };
+        let a = data.try_take(peer(1), 3 << 10).expect("room");
+        assert_eq!(data.try_take(peer(1), 2 << 10).err(), Some(Short::Client), "past its half");
+        let b = data.try_take(peer(2), 4 << 10).expect("another address has its own half");
+        assert_eq!(data.try_take(peer(3), 2 << 10).err(), Some(Short::All), "the whole is held");
+        assert_eq!(data.clients(), 2, "the refused address is not kept");
+        drop((a, b));
+        assert_eq!(data.clients(), 0, "nothing held, nothing kept");
+        let v6 = |last: u16| Peer {
+            client: Some(IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 1, 0, 0, 0, last))),
+            via: None,
+        };
+        let _c = data.try_take(v6(1), 4 << 10).expect("room");
+        assert_eq!(data.try_take(v6(2), 1).err(), Some(Short::Client), "one /64 is one client");
+    }
+
+    #[tokio::test]
+    async fn a_waiter_gets_its_share_when_the_holder_lets_go() {
+        let data = Budget::new(8 << 20);
+        let peer = Peer::default();
+        let held = data.try_take(peer, 4 << 10).expect("room");
+        let waiting = tokio::spawn(data.clone().take(peer, 1 << 10));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "waits while the half is held");
+        drop(held);
+        let _got = waiting.await.expect("given room");
     }
 
     /// A block with one u32 output per item.

@@ -114,13 +114,14 @@ pub struct Limits {
     /// Time to receive a whole block, array or single-tile body.
     pub body: Duration,
     /// Bytes of block, array and single-tile bodies being received at once, in all (each counted
-    /// by its `Content-Length`, or its endpoint's limit without one); past it an upload is
-    /// refused as `busy`.
+    /// by its `Content-Length`, or its endpoint's limit without one); past it, or past half of it
+    /// from one client address, an upload is refused as `busy`.
     pub upload_bytes: u64,
     /// Tile data held at once, in all: each tile from the moment its frame starts to arrive (its
     /// frame's bytes and its results' bytes) until its results have gone to the client. A tile
     /// stream waits for room, reading nothing meanwhile; a single tile without room is refused as
-    /// `busy`. A tile larger than all of it counts as all of it.
+    /// `busy`. One client address (IPv6: one /64) holds at most half; a tile larger than that
+    /// counts as that.
     pub tile_bytes: u64,
     /// A connection with no request open for this long is closed (HTTP/2 GOAWAY, or the end of
     /// an HTTP/1.1 keep-alive), however often it answers or sends pings.
@@ -134,7 +135,7 @@ impl Default for Limits {
         Limits {
             max_frame_bytes: 256 << 20,
             max_block_bytes: 32 << 20,
-            max_array_bytes: 1 << 30,
+            max_array_bytes: 512 << 20,
             array_cache_bytes: 2 << 30,
             max_blocks: 1024,
             max_block_store_bytes: 256 << 20,
@@ -158,9 +159,10 @@ impl Default for Limits {
 impl Limits {
     /// These limits with `bytes` of clients' data held at once, in all (`-memory`): 4/17 for
     /// uploads being received, 4/17 for tile data, 8/17 for whole arrays, 1/17 for block
-    /// descriptions (4352 MiB gives today's 1 GiB, 1 GiB, 2 GiB and 256 MiB). The largest frame,
-    /// array and block are held to what their budgets can take, so that one too large for them is
-    /// refused as too large, saying the limit, rather than as busy for ever.
+    /// descriptions (4352 MiB gives 1 GiB, 1 GiB, 2 GiB and 256 MiB: the default limits). The
+    /// largest frame, array and block are held to what one client may hold of their budgets (half
+    /// of the uploads' and of the tile data's), so that one too large for them is refused as too
+    /// large, saying the limit, rather than as busy for ever: by default 256 MiB, 512 MiB, 32 MiB.
     pub fn with_memory(self, bytes: u64) -> Self {
         let part = |n: u64| bytes / 17 * n;
         let (uploads, tiles, arrays, blocks) = (part(4), part(4), part(8), part(1));
@@ -169,8 +171,8 @@ impl Limits {
             tile_bytes: tiles,
             array_cache_bytes: arrays,
             max_block_store_bytes: blocks,
-            max_frame_bytes: self.max_frame_bytes.min(uploads).min(tiles),
-            max_array_bytes: self.max_array_bytes.min(uploads as usize).min(arrays as usize),
+            max_frame_bytes: self.max_frame_bytes.min(uploads / 2).min(tiles / 2),
+            max_array_bytes: self.max_array_bytes.min(uploads as usize / 2).min(arrays as usize),
             max_block_bytes: self.max_block_bytes.min(blocks as usize),
             ..self
         }
@@ -243,10 +245,10 @@ pub(crate) struct Inner {
     pub(crate) metrics: Metrics,
     pub(crate) activity: Activity,
     pub(crate) failed_secrets: crate::limit::FailedSecrets,
-    /// Upload bytes being received, in KiB (`Limits::upload_bytes`).
-    pub(crate) uploads: Arc<tokio::sync::Semaphore>,
-    /// Tile data held, in KiB (`Limits::tile_bytes`).
-    pub(crate) tile_data: Arc<tokio::sync::Semaphore>,
+    /// Upload bytes being received (`Limits::upload_bytes`).
+    pub(crate) uploads: Arc<crate::held::Budget>,
+    /// Tile data held (`Limits::tile_bytes`).
+    pub(crate) tile_data: Arc<crate::held::Budget>,
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -257,8 +259,8 @@ impl AppState {
     /// State for a daemon serving `devices` with `config`.
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
         let failed_secrets = crate::limit::FailedSecrets::new(config.limits.secret_failures);
-        let uploads = Arc::new(tokio::sync::Semaphore::new(kib(config.limits.upload_bytes) as usize));
-        let tile_data = Arc::new(tokio::sync::Semaphore::new(kib(config.limits.tile_bytes) as usize));
+        let uploads = crate::held::Budget::new(config.limits.upload_bytes);
+        let tile_data = crate::held::Budget::new(config.limits.tile_bytes);
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
         AppState(Arc::new(Inner {
             drain_tx,
@@ -448,13 +450,15 @@ mod tests {
             "the default is today's budgets"
         );
         assert_eq!(default.max_frame_bytes, today.max_frame_bytes);
+        assert_eq!(default.max_array_bytes, today.max_array_bytes);
+        assert_eq!(default.max_array_bytes, 512 << 20, "half the uploads' budget, what one client may send");
         let small = Limits::default().with_memory(170 << 20);
         assert_eq!(
             small.upload_bytes + small.tile_bytes + small.array_cache_bytes + small.max_block_store_bytes,
             170 << 20
         );
-        assert_eq!(small.max_frame_bytes, 40 << 20, "a frame fits the uploads' and the tiles' share");
-        assert_eq!(small.max_array_bytes, 40 << 20);
+        assert_eq!(small.max_frame_bytes, 20 << 20, "a frame fits one client's half of the uploads and the tiles");
+        assert_eq!(small.max_array_bytes, 20 << 20);
         assert_eq!(small.max_block_bytes, 10 << 20);
     }
 

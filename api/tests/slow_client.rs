@@ -36,7 +36,8 @@ async fn a_stalled_upload_is_refused_in_time() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stalled_uploads_hold_no_more_than_the_upload_budget() {
-    let limits = Limits { body: Duration::from_secs(3), upload_bytes: 1 << 20, ..Limits::default() };
+    // 2 MiB of uploads at once, 1 MiB of them from one address.
+    let limits = Limits { body: Duration::from_secs(3), upload_bytes: 2 << 20, ..Limits::default() };
     let server = common::Server::start(limits, Vec::new()).await;
     let client = xcd_e2e::client();
     let array = |bytes: &[u8]| format!("{}/v1/arrays/{}", server.base, hex::encode(xcd_wire::content_hash(bytes)));
@@ -52,12 +53,21 @@ async fn stalled_uploads_hold_no_more_than_the_upload_budget() {
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    // Another 800 KiB does not fit beside it; 100 KiB does.
+    // Another 800 KiB from the same address does not fit beside it in its half; 100 KiB does;
+    // 800 KiB from another address does.
     let big = vec![2u8; 800 << 10];
     let refused = client.put(array(&big)).body(big.clone()).send().await.expect("answered");
     assert_eq!(refused.status(), 503);
     let text = refused.text().await.unwrap_or_default();
-    assert!(text.contains("busy") && text.contains("uploads"), "{text}");
+    assert!(text.contains("busy") && text.contains("this address") && text.contains("uploads"), "{text}");
+    let elsewhere = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("a client");
+    let other = vec![4u8; 800 << 10];
+    let taken = elsewhere.put(array(&other)).body(other).send().await.expect("answered");
+    assert_eq!(taken.status(), 201, "{}", taken.text().await.unwrap_or_default());
     let small = vec![3u8; 100 << 10];
     let taken = client.put(array(&small)).body(small).send().await.expect("answered");
     assert_eq!(taken.status(), 201, "{}", taken.text().await.unwrap_or_default());

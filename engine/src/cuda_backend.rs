@@ -72,7 +72,7 @@ pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<St
 }
 
 /// Finds CUDA devices, or says why there are none.
-pub(crate) fn discover(policy: FormPolicy) -> Found {
+pub(crate) fn discover(policy: FormPolicy, whole_bytes: u64) -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
     // SAFETY: only tries to open the driver library by its usual names.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -89,7 +89,7 @@ pub(crate) fn discover(policy: FormPolicy) -> Found {
         }
     };
     for ordinal in 0..count.max(0) as usize {
-        match CudaDevice::open(ordinal, policy) {
+        match CudaDevice::open(ordinal, policy, whole_bytes) {
             Ok(device) => found.devices.push(Box::new(device)),
             Err(e) => found.notes.push(format!("cuda: device {ordinal} cannot be opened ({e})")),
         }
@@ -117,7 +117,7 @@ struct Kernel {
 }
 
 impl CudaDevice {
-    fn open(ordinal: usize, policy: FormPolicy) -> Result<Self, DriverError> {
+    fn open(ordinal: usize, policy: FormPolicy, whole_bytes: u64) -> Result<Self, DriverError> {
         let ctx = CudaContext::new(ordinal)?;
         let name = ctx.name()?;
         let total = ctx.total_mem()? as u64;
@@ -133,7 +133,7 @@ impl CudaDevice {
             max_buffer_bytes: total,
             lost: None,
         };
-        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: WholeCache::new(), policy })
+        Ok(CudaDevice { ctx, stream, info, kernels: HashMap::new(), whole: WholeCache::new(whole_bytes), policy })
     }
 
     fn error(&self, block: &str, e: DriverError) -> EngineError {
@@ -168,14 +168,14 @@ impl Backend for CudaDevice {
         // let go without a drop (which would call into it), and the primary context is reset,
         // which ends its work and frees its memory.
         std::mem::forget(std::mem::take(&mut self.kernels));
-        std::mem::forget(std::mem::take(&mut self.whole));
+        std::mem::forget(self.whole.take());
         // SAFETY: resets the primary context of a device this process enumerated; nothing of
         // the old context is used after this (its buffers and modules were forgotten above).
         let reset = unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) };
         if reset != CUresult::CUDA_SUCCESS {
             return Err(format!("the primary context could not be reset ({reset:?})"));
         }
-        let fresh = CudaDevice::open(ordinal, self.policy).map_err(|e| e.to_string())?;
+        let fresh = CudaDevice::open(ordinal, self.policy, self.whole.kept()).map_err(|e| e.to_string())?;
         let old = std::mem::replace(self, fresh);
         std::mem::forget(old);
         Ok(())

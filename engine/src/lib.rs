@@ -48,11 +48,18 @@ pub struct Options {
     /// Open CUDA devices (default). Without CUDA, an NVIDIA GPU is served through Vulkan,
     /// which is how its Vulkan driver is checked (scripts/gpu-check).
     pub cuda: bool,
+    /// Bytes of whole arrays each device keeps at once.
+    pub whole_bytes: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { tile_deadline: owner::DEFAULT_TILE_DEADLINE, forms: FormPolicy::Remake, cuda: true }
+        Options {
+            tile_deadline: owner::DEFAULT_TILE_DEADLINE,
+            forms: FormPolicy::Remake,
+            cuda: true,
+            whole_bytes: whole::WHOLE_BYTES_KEPT,
+        }
     }
 }
 
@@ -69,13 +76,13 @@ pub fn discover_with(options: Options) -> Inventory {
     let tile_deadline = options.tile_deadline;
     let mut inventory = Inventory::default();
     let cuda = if options.cuda {
-        cuda_backend::discover(options.forms)
+        cuda_backend::discover(options.forms, options.whole_bytes)
     } else {
         Found { devices: Vec::new(), notes: Vec::new() }
     };
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
-    let gpus = wgpu_backend::discover(have_cuda, options.forms);
+    let gpus = wgpu_backend::discover(have_cuda, options.forms, options.whole_bytes);
     inventory.notes.extend(gpus.notes);
 
     let mut backends: Vec<Box<dyn Backend>> = cuda.devices;

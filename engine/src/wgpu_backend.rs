@@ -16,8 +16,10 @@
 //!
 //! Per loaded block the device keeps its pipeline, a uniform buffer of 256-byte slots (one per
 //! dispatch of a tile), one storage buffer per per-item array and one read-back buffer, all grown
-//! on demand and reused across tiles. Whole arrays are kept by content hash across blocks, to a
-//! bound of count and bytes ([`crate::whole`]).
+//! on demand and reused across tiles, to [`TILE_BUFFERS_KEPT`] bytes across blocks: growing one
+//! block's buffers past that drops the least recently run blocks' (they grow again when next
+//! run). Whole arrays are kept by content hash across blocks, to a bound of count and bytes
+//! ([`crate::whole`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -33,9 +35,12 @@ use crate::{Backend, EngineError, Found, TileJob, TileOutput};
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
 const SLOT_BYTES: u64 = 256;
+/// Bytes of per-item and read-back buffers a device keeps across blocks (on a device that computes
+/// on the CPU, host memory); one block's own may be larger, with every other block's dropped.
+pub const TILE_BUFFERS_KEPT: u64 = 512 << 20;
 
 /// Finds wgpu adapters. With `skip_nvidia`, NVIDIA adapters are left to the CUDA backend.
-pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy) -> Found {
+pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy, whole_bytes: u64) -> Found {
     let mut found = Found { devices: Vec::new(), notes: Vec::new() };
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::PRIMARY,
@@ -53,7 +58,7 @@ pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy) -> Found {
             found.notes.push(format!("{id}: not served, CUDA serves this GPU"));
             continue;
         }
-        match WgpuDevice::open(adapter, backend, policy) {
+        match WgpuDevice::open(adapter, backend, policy, whole_bytes) {
             Ok(device) => found.devices.push(Box::new(device)),
             Err(e) => found.notes.push(format!("{id}: cannot open: {e}")),
         }
@@ -84,6 +89,10 @@ pub struct WgpuDevice {
     /// Required alignment of dynamic uniform offsets.
     slot_bytes: u64,
     kernels: HashMap<BlockId, Kernel>,
+    /// Tiles run so far, to tell which block ran least recently.
+    runs: u64,
+    /// Bytes of tile buffers kept across blocks ([`TILE_BUFFERS_KEPT`]).
+    tile_buffers_kept: u64,
     /// Whole arrays by content hash, bounded (`crate::whole`).
     whole: WholeCache<wgpu::Buffer>,
     /// Where kernels come from.
@@ -104,12 +113,21 @@ struct Kernel {
     readback: wgpu::Buffer,
     /// Items the per-item buffers hold.
     capacity: u32,
+    /// Bytes of its per-item and read-back buffers.
+    held: u64,
+    /// When it last ran (the device's count of runs).
+    used: u64,
     /// The loop-cut word, on a device that ends long loops (see the module's doc).
     cut: Option<wgpu::Buffer>,
 }
 
 impl WgpuDevice {
-    fn open(adapter: wgpu::Adapter, backend: BackendKind, policy: FormPolicy) -> Result<Self, String> {
+    fn open(
+        adapter: wgpu::Adapter,
+        backend: BackendKind,
+        policy: FormPolicy,
+        whole_bytes: u64,
+    ) -> Result<Self, String> {
         let info = adapter.get_info();
         let features = adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         let limits = adapter.limits();
@@ -135,7 +153,9 @@ impl WgpuDevice {
             max_workgroups: limits.max_compute_workgroups_per_dimension,
             slot_bytes: SLOT_BYTES.max(u64::from(limits.min_uniform_buffer_offset_alignment)),
             kernels: HashMap::new(),
-            whole: WholeCache::new(),
+            runs: 0,
+            tile_buffers_kept: TILE_BUFFERS_KEPT,
+            whole: WholeCache::new(whole_bytes),
             policy,
             floats,
         })
@@ -260,12 +280,41 @@ impl WgpuDevice {
             desc.tile_outputs().map(|i| u64::from(desc.arrays[i].elem_size) * u64::from(capacity)).sum::<u64>() + 4;
         let readback =
             self.buffer("readback", readback_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let held = per_item.iter().flatten().map(wgpu::Buffer::size).sum::<u64>() + readback.size();
+        self.make_room_for_tiles(id, held);
         if let Some(kernel) = self.kernels.get_mut(&id) {
             kernel.per_item = per_item;
             kernel.readback = readback;
             kernel.capacity = capacity;
+            kernel.held = held;
         }
         Ok(())
+    }
+
+    /// Drops the tile buffers of the least recently run blocks other than `id` until `id`'s
+    /// `bytes` fit in what the device keeps ([`TILE_BUFFERS_KEPT`]) beside the rest (all of
+    /// them, if need be).
+    fn make_room_for_tiles(&mut self, id: BlockId, bytes: u64) {
+        loop {
+            let others: u64 = self.kernels.iter().filter(|(k, _)| **k != id).map(|(_, kernel)| kernel.held).sum();
+            if others + bytes <= self.tile_buffers_kept || others == 0 {
+                return;
+            }
+            let oldest = self
+                .kernels
+                .iter()
+                .filter(|(k, kernel)| **k != id && kernel.held > 0)
+                .min_by_key(|(_, kernel)| kernel.used)
+                .map(|(k, _)| *k);
+            let Some(oldest) = oldest else { return };
+            let readback = self.buffer("readback", 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+            if let Some(kernel) = self.kernels.get_mut(&oldest) {
+                kernel.per_item = Vec::new();
+                kernel.readback = readback;
+                kernel.capacity = 0;
+                kernel.held = 0;
+            }
+        }
     }
 
     /// The buffer holding a whole array, uploaded on first use; refused if the device cannot bind
@@ -369,7 +418,7 @@ impl Backend for WgpuDevice {
         let old_device = std::mem::replace(&mut self.device, device);
         let old_queue = std::mem::replace(&mut self.queue, queue);
         let old_kernels = std::mem::take(&mut self.kernels);
-        let old_whole = std::mem::take(&mut self.whole);
+        let old_whole = self.whole.take();
         std::mem::forget((old_device, old_queue, old_kernels, old_whole));
         self.probe().inspect_err(|_| {
             // The new device is stuck too (a CPU device whose threads all run the old kernel):
@@ -446,15 +495,25 @@ impl Backend for WgpuDevice {
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
             self.buffer("inexact", 8, usage)
         });
-        self.kernels.insert(id, Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0, cut });
+        let kernel =
+            Kernel { pipeline, layout, uniform, per_item: Vec::new(), readback, capacity: 0, held: 0, used: 0, cut };
+        self.kernels.insert(id, kernel);
         Ok(())
     }
 
     fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError> {
         let id = job.block;
         let count = job.tile.count;
-        let needs_growth =
-            self.kernels.get(&id).map(|k| k.capacity < count).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+        self.runs += 1;
+        let runs = self.runs;
+        let needs_growth = self
+            .kernels
+            .get_mut(&id)
+            .map(|k| {
+                k.used = runs;
+                k.capacity < count
+            })
+            .ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
         if needs_growth {
             self.grow(id, desc, count)?;
         }
@@ -623,5 +682,83 @@ impl Backend for WgpuDevice {
             });
         }
         Ok(TileOutput { outputs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::owner::Backend;
+    use xcd_wire::{Access, ArraySpec, Forms, Tile};
+
+    const PLUS_ONE: &str = r#"
+struct Tile { start: u32, count: u32, first: u32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size(64)
+fn plus_one(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) { return; }
+    y[i] = x[i] + 1u;
+}
+"#;
+
+    fn block(name: &str) -> (BlockId, BlockDesc) {
+        let array =
+            |name: &str, access| ArraySpec { name: name.into(), elem_size: 4, role: ArrayRole::PerItem(access) };
+        let desc = BlockDesc {
+            name: name.into(),
+            entry: "plus_one".into(),
+            arrays: vec![array("x", Access::In), array("y", Access::Out)],
+            params: Vec::new(),
+            forms: Forms { wgsl: Some(PLUS_ONE.into()), ..Forms::default() },
+        };
+        (desc.id(), desc)
+    }
+
+    fn run(device: &mut WgpuDevice, (id, desc): &(BlockId, BlockDesc), count: u32) {
+        let x: Vec<u8> = (0..count).flat_map(|i| i.to_le_bytes()).collect();
+        let job = TileJob {
+            block: *id,
+            tile: Tile { start: 0, count },
+            params: Vec::new(),
+            inputs: vec![x.into()],
+            whole: vec![],
+        };
+        let out = device.run(desc, &job, Duration::from_secs(60)).expect("runs");
+        let want: Vec<u8> = (0..count).flat_map(|i| (i + 1).to_le_bytes()).collect();
+        assert!(out.outputs[0] == want, "{} computes right", desc.name);
+    }
+
+    #[test]
+    fn growing_one_blocks_buffers_drops_the_least_recently_run_blocks() {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::VULKAN,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let Some(adapter) = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN)).into_iter().next()
+        else {
+            assert!(std::env::var_os("CI").is_none(), "CI has llvmpipe");
+            eprintln!("skipped: no Vulkan device");
+            return;
+        };
+        let mut device = WgpuDevice::open(adapter, BackendKind::Vulkan, FormPolicy::Remake, 1 << 20).expect("opens");
+        // Each block's buffers at 65,536 items: 256 KiB in, 256 KiB out, 256 KiB read back.
+        device.tile_buffers_kept = 1 << 20;
+        let (one, two, three) = (block("one"), block("two"), block("three"));
+        for b in [&one, &two, &three] {
+            device.load(b.0, &b.1).expect("loads");
+        }
+        run(&mut device, &one, 65_536);
+        run(&mut device, &two, 1024);
+        assert!(device.kernels[&one.0].held > 0 && device.kernels[&two.0].held > 0, "both fit");
+        run(&mut device, &three, 65_536);
+        assert_eq!(device.kernels[&one.0].held, 0, "the least recently run made room");
+        assert!(device.kernels[&two.0].held > 0, "the more recent kept");
+        let kept: u64 = device.kernels.values().map(|k| k.held).sum();
+        assert!(kept <= device.tile_buffers_kept, "{kept} bytes kept");
+        run(&mut device, &one, 65_536);
+        assert!(device.kernels[&one.0].held > 0, "grown again when run again");
     }
 }

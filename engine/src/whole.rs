@@ -1,17 +1,21 @@
 //! The whole arrays a device keeps between tiles, by content hash: at most [`WHOLE_ARRAYS_KEPT`]
-//! of them and [`WHOLE_BYTES_KEPT`] bytes, the least recently used dropped first to make room.
+//! of them and a number of bytes (`Options::whole_bytes`, by default [`WHOLE_BYTES_KEPT`]), the
+//! least recently used dropped first to make room.
 //! Owns the bookkeeping only; each backend owns its kind of buffer and uploads it.
 
 use std::collections::HashMap;
 
 /// Whole arrays kept on a device at once.
 pub const WHOLE_ARRAYS_KEPT: usize = 64;
-/// Bytes of whole arrays kept on a device at once (on a CPU device, host memory).
+/// Bytes of whole arrays kept on a device at once unless told otherwise (on a CPU device, host
+/// memory).
 pub const WHOLE_BYTES_KEPT: u64 = 1 << 30;
 
 /// Buffers of type `B` by content hash.
 pub(crate) struct WholeCache<B> {
     held: HashMap<[u8; 32], Held<B>>,
+    /// Bytes kept at most.
+    kept: u64,
     bytes: u64,
     uses: u64,
 }
@@ -22,15 +26,10 @@ struct Held<B> {
     last: u64,
 }
 
-impl<B> Default for WholeCache<B> {
-    fn default() -> Self {
-        WholeCache::new()
-    }
-}
-
 impl<B> WholeCache<B> {
-    pub(crate) fn new() -> Self {
-        WholeCache { held: HashMap::new(), bytes: 0, uses: 0 }
+    /// A cache that keeps at most `kept` bytes.
+    pub(crate) fn new(kept: u64) -> Self {
+        WholeCache { held: HashMap::new(), kept, bytes: 0, uses: 0 }
     }
 
     /// The buffer for `hash`, if held, counted as used now.
@@ -50,7 +49,7 @@ impl<B> WholeCache<B> {
 
     /// Drops the least recently used until one more array of `bytes` fits.
     pub(crate) fn make_room(&mut self, bytes: u64) {
-        while !self.held.is_empty() && (self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > WHOLE_BYTES_KEPT) {
+        while !self.held.is_empty() && (self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > self.kept) {
             let oldest = self.held.iter().min_by_key(|(_, held)| held.last).map(|(hash, _)| *hash);
             if let Some(held) = oldest.and_then(|hash| self.held.remove(&hash)) {
                 self.bytes -= held.bytes;
@@ -67,6 +66,16 @@ impl<B> WholeCache<B> {
         self.bytes += bytes;
     }
 
+    /// Bytes kept at most.
+    pub(crate) fn kept(&self) -> u64 {
+        self.kept
+    }
+
+    /// Everything held, leaving this cache empty (its bound as it was).
+    pub(crate) fn take(&mut self) -> Self {
+        std::mem::replace(self, WholeCache::new(self.kept))
+    }
+
     /// Bytes held.
     #[cfg(test)]
     fn bytes(&self) -> u64 {
@@ -80,7 +89,7 @@ mod tests {
 
     #[test]
     fn bounded_by_count_and_bytes_least_recently_used_first() {
-        let mut cache = WholeCache::new();
+        let mut cache = WholeCache::new(WHOLE_BYTES_KEPT);
         let gib = 1u64 << 30;
         for i in 0..4u8 {
             cache.make_room(gib / 4);

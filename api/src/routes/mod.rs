@@ -15,6 +15,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::activity::Peer;
 use crate::guard::guard;
+use crate::held::Short;
 use crate::problem::{ApiError, Refused};
 use crate::state::AppState;
 
@@ -102,20 +103,36 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
 }
 
 /// Middleware on the endpoints that take a body: holds its share of `Limits::upload_bytes` (its
-/// `Content-Length`, or the endpoint's `max` without one) while the request is handled, or
-/// refuses it as `busy` when the daemon is already receiving that much.
+/// size when known: none when the request ends with its headers, else its `Content-Length`, else
+/// the endpoint's `max`) while the request is handled, or refuses it as `busy` when the daemon,
+/// or the client's address (half of it), is already receiving that much.
 async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, next: Next) -> Response {
-    let declared = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let want = crate::state::kib(declared.unwrap_or(max).min(max));
-    let Ok(_share) = state.0.uploads.clone().try_acquire_many_owned(want) else {
-        let all = state.0.config.limits.upload_bytes >> 20;
-        let error =
-            ApiError::Busy(format!("this daemon is receiving its most uploads at once ({all} MiB): try again shortly"));
-        return crate::guard::refuse(request, error).await;
+    let declared = hyper::body::Body::size_hint(request.body()).exact().or_else(|| {
+        request
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+    });
+    let want = crate::state::kib(declared.unwrap_or(max).min(max)).max(1);
+    let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
+    let _share = match state.0.uploads.try_take(peer, want) {
+        Ok(share) => share,
+        Err(short) => {
+            let all = state.0.config.limits.upload_bytes >> 20;
+            let error = ApiError::Busy(match short {
+                Short::Client => {
+                    format!(
+                        "this address is sending half of this daemon's uploads at once ({} MiB): try again shortly",
+                        all / 2
+                    )
+                }
+                Short::All => {
+                    format!("this daemon is receiving its most uploads at once ({all} MiB): try again shortly")
+                }
+            });
+            return crate::guard::refuse(request, error).await;
+        }
     };
     next.run(request).await
 }

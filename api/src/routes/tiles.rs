@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::Deserialize;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
@@ -37,7 +37,7 @@ use xcd_wire::{
 };
 
 use crate::activity::Peer;
-use crate::held::{Holding, frame_cost, result_bytes, share};
+use crate::held::{Held, Holding, Short, frame_cost, result_bytes, share};
 use crate::metrics::DeviceLabel;
 use crate::open::DueNow;
 use crate::problem::ApiError;
@@ -235,12 +235,12 @@ impl Taking {
 
 /// A result's share of the budget, counted by its stream's [`Taking`] until dropped.
 struct Share {
-    _held: OwnedSemaphorePermit,
+    _held: Held,
     taking: Arc<Taking>,
 }
 
 impl Share {
-    fn new(held: OwnedSemaphorePermit, taking: &Arc<Taking>) -> Self {
+    fn new(held: Held, taking: &Arc<Taking>) -> Self {
         taking.holding.fetch_add(1, Ordering::SeqCst);
         Share { _held: held, taking: taking.clone() }
     }
@@ -253,7 +253,7 @@ impl Drop for Share {
 }
 
 /// Waiting for the front frame's share of the budget.
-type Wanted = std::pin::Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>> + Send>>;
+type Wanted = std::pin::Pin<Box<dyn Future<Output = Held> + Send>>;
 
 #[allow(clippy::too_many_arguments)] // the stream's parts, handed over once from its handler
 async fn serve_stream(
@@ -277,16 +277,16 @@ async fn serve_stream(
     // When the frame now arriving must be whole.
     let mut frame_due: Option<tokio::time::Instant> = None;
     // The front frame's share of the budget, held or waited for.
-    let mut charge: Option<OwnedSemaphorePermit> = None;
+    let mut charge: Option<Held> = None;
     let mut wanted: Option<Wanted> = None;
     loop {
         // Start buffered tiles while there is room on the device, unless draining.
         while running.len() < depth && !*draining.borrow() {
             if charge.is_none() && wanted.is_none() {
                 if let Some(cost) = splitter.front().and_then(|front| frame_cost(front, &desc, limits)) {
-                    match state.0.tile_data.clone().try_acquire_many_owned(cost) {
+                    match state.0.tile_data.try_take(peer, cost) {
                         Ok(held) => charge = Some(held),
-                        Err(_) => wanted = Some(Box::pin(state.0.tile_data.clone().acquire_many_owned(cost))),
+                        Err(_) => wanted = Some(Box::pin(state.0.tile_data.clone().take(peer, cost))),
                     }
                 }
             }
@@ -368,10 +368,7 @@ async fn serve_stream(
             }
             held = async { wanted.as_mut().expect("waiting for room").await }, if wanted.is_some() => {
                 wanted = None;
-                match held {
-                    Ok(held) => charge = Some(held),
-                    Err(_) => return, // the budget is never closed
-                }
+                charge = Some(held);
             }
             Some((pieces, held)) = running.next(), if !running.is_empty() => {
                 let answer = (pieces, held.map(|held| Share::new(held, &taking)));
@@ -488,13 +485,16 @@ pub(crate) async fn one(
     };
     let job = job(&state, &desc, block, frame)?;
     let limits = &state.0.config.limits;
-    let Ok(held) = state.0.tile_data.clone().try_acquire_many_owned(share(result_bytes(&desc, query.count), limits))
-    else {
+    let held = state.0.tile_data.try_take(peer, share(result_bytes(&desc, query.count), limits)).map_err(|short| {
         let all = limits.tile_bytes >> 20;
-        return Err(ApiError::Busy(format!(
-            "this daemon holds its most tile data at once ({all} MiB): try again shortly"
-        )));
-    };
+        ApiError::Busy(match short {
+            Short::Client => format!(
+                "answers to this address not yet read hold half of this daemon's tile data ({} MiB): read them, or try again shortly",
+                all / 2
+            ),
+            Short::All => format!("this daemon holds its most tile data at once ({all} MiB): try again shortly"),
+        })
+    })?;
     let mut outputs = run(&state, peer, &desc, &device, job).await?;
     let outputs = if outputs.len() == 1 { outputs.swap_remove(0) } else { outputs.concat() };
     let body = Body::new(Holding::new(Body::from(outputs), held));

@@ -12,6 +12,12 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret, TrustedProxies};
 
+/// mimalloc returns freed memory to the system within moments, where glibc's allocator keeps
+/// what its per-thread arenas once held: after a burst of uploads and answers, the daemon's
+/// memory drops back (docs/security.md, "The memory ceiling").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `XC_PAR_SECRET`: a program must send it to use this daemon.
 const XC_PAR_SECRET: &str = "XC_PAR_SECRET";
 /// `XCD_HOME`: where the key and certificate live (default `~/.xcc/xcd`).
@@ -77,7 +83,8 @@ struct Cli {
     secret_failures: u32,
     /// MiB of clients' data the daemon holds at once, in all (docs/security.md, "The memory
     /// ceiling"): 4/17 for uploads being received, 4/17 for tile data, 8/17 for whole arrays,
-    /// 1/17 for block descriptions. The default, 4352, gives 1 GiB, 1 GiB, 2 GiB and 256 MiB.
+    /// 1/17 for block descriptions; each device keeps no more whole arrays than that share, nor
+    /// 1 GiB. The default, 4352, gives 1 GiB, 1 GiB, 2 GiB and 256 MiB.
     #[arg(long, default_value_t = 4352, value_name = "MIB", value_parser = clap::value_parser!(u64).range(68..))]
     memory: u64,
     /// Seconds one tile may run on a device. Past it the program gets an error, the device is
@@ -235,9 +242,13 @@ fn main() -> ExitCode {
     };
 
     let forms = if cli.trust_forms { xcd_engine::FormPolicy::Trust } else { xcd_engine::FormPolicy::Remake };
+    let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() }
+        .with_memory(cli.memory << 20);
     let inventory = xcd_engine::discover_with(xcd_engine::Options {
         tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),
         forms,
+        // A device keeps no more whole arrays than the daemon does (on llvmpipe, host memory).
+        whole_bytes: limits.array_cache_bytes.min(xcd_engine::whole::WHOLE_BYTES_KEPT),
         ..xcd_engine::Options::default()
     });
     let devices = select(inventory.devices, cli.devices.as_deref());
@@ -256,8 +267,6 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(1, format!("cannot start: {e}")),
     };
-    let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() }
-        .with_memory(cli.memory << 20);
     #[cfg(unix)]
     raise_open_files((limits.max_connections + limits.unproven_connections) as u64 + 256);
     let version = if cfg!(debug_assertions) { std::env::var(XCD_PRETEND_VERSION).ok() } else { None };
