@@ -89,7 +89,7 @@ fn qemu(arch: &str, sysroot: &str, bin: &Path) -> Command {
 #[test]
 fn a_pi5_build_runs_against_the_daemon_and_gives_the_native_total() {
     let Some(cross) = cross() else { return };
-    let bins = cross.join("aarch64-unknown-linux-gnu/dist");
+    let bins = cross.join("aarch64-unknown-linux-gnu/cross");
     let daemon = daemon();
     let home = tempfile::tempdir().expect("HOME");
     let sysroot = "/usr/aarch64-linux-gnu";
@@ -114,7 +114,7 @@ fn a_pi5_build_runs_against_the_daemon_and_gives_the_native_total() {
 #[test]
 fn a_windows_build_runs_under_wine_with_its_settings_in_the_profile() {
     let Some(cross) = cross() else { return };
-    let bins = cross.join("x86_64-pc-windows-gnu/dist");
+    let bins = cross.join("x86_64-pc-windows-gnu/cross");
     let daemon = daemon();
     let scratch = tempfile::tempdir().expect("a Wine prefix");
     let prefix = scratch.path().join("wine");
