@@ -51,7 +51,7 @@ class Daemon:
         env = dict(os.environ, XC_PAR_SECRET=SECRET, XCD_HOME=self.home)
         self.log = open(os.path.join(self.home, "xcd.log"), "wb")
         self.process = subprocess.Popen(
-            [xcd, "-port", str(self.port), "-bind", "127.0.0.1", "-mdns", "false", "-memory", str(MEMORY_MIB)],
+            [xcd, "-port", str(self.port), "-listen", "127.0.0.1", "-mdns", "false", "-memory", str(MEMORY_MIB)],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.base = f"https://127.0.0.1:{self.port}"
         deadline = time.time() + 60
@@ -249,8 +249,10 @@ def main():
 
     attack(f"h2load, no secret: {2000 * scale} requests on 200 connections",
            lambda: h2load(daemon, 2000 * scale, 200, None))
-    attack(f"h2load, with the secret: {2000 * scale} requests on 100 connections",
-           lambda: h2load(daemon, 2000 * scale, 100, SECRET))
+    # Within one address's 64 unproven connections: past them, the oldest connection that has
+    # not shown the secret yet is closed to make room (docs/security.md, "Before the secret").
+    attack(f"h2load, with the secret: {2000 * scale} requests on 60 connections",
+           lambda: h2load(daemon, 2000 * scale, 60, SECRET))
     attack(f"rapid reset, no secret: {5000 * scale} streams", lambda: rapid_reset(daemon.port, 5000 * scale, None))
     attack(f"rapid reset, with the secret: {5000 * scale} streams",
            lambda: rapid_reset(daemon.port, 5000 * scale, SECRET))
@@ -262,8 +264,9 @@ def main():
     attack(f"zero window, with the secret: {4 * scale} answers of 16 MiB never let through",
            lambda: zero.extend(zero_window(daemon.port, 4 * scale, big, SECRET)))
     idle = []
-    attack(f"openssl s_client, no secret: {50 * scale} idle TLS connections",
-           lambda: idle.extend(idle_tls(daemon, 50 * scale)))
+    tls_idle = 50 if args.smoke else 300
+    attack(f"openssl s_client, no secret: {tls_idle} idle TLS connections",
+           lambda: idle.extend(idle_tls(daemon, tls_idle)))
     for sock in zero:
         sock.close()
     for process in idle:

@@ -261,6 +261,32 @@ async fn with_the_secret_every_attack_at_once_stays_under_the_memory_ceiling() {
     }
     let unread_answers = futures_util::future::join_all(answers).await;
     let busy = unread_answers.iter().filter(|a| a.as_ref().is_ok_and(|r| r.status() == 503)).count();
+    // From 127.0.0.7, tile frames kept alive a byte a second: 4 streams, each declaring a frame of
+    // 16 MiB of inputs (saxpy, 1 Mi items) and sending its header and a byte at a time.
+    let saxpy = register(&daemon, "saxpy").await;
+    for _ in 0..4 {
+        let frame = xcd_wire::TileFrame {
+            tag: 1,
+            tile: xcd_wire::Tile { start: 0, count: 1 << 20 },
+            params: vec![1.0f32.to_bits()],
+            wholes: vec![],
+            inputs: vec![0u8; 8 << 20].into(),
+        }
+        .encode();
+        let head = Bytes::copy_from_slice(&frame[..64]);
+        let trickle = futures_util::stream::once(async move { Ok::<_, std::io::Error>(head) }).chain(
+            futures_util::stream::unfold((), |()| async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Some((Ok::<_, std::io::Error>(Bytes::from_static(&[0])), ()))
+            }),
+        );
+        let url = daemon.url(&format!("/v1/blocks/{saxpy}/tiles"));
+        let request = client_at(7).post(url).header("authorization", auth()).body(reqwest::Body::wrap_stream(trickle));
+        attacks.push(tokio::spawn(async move {
+            let _ = request.send().await;
+            std::future::pending::<()>().await;
+        }));
+    }
     // From 127.0.0.5, whole arrays: 8 distinct ones of 32 MiB, each used in a tile (twice their share).
     let client = client_at(5);
     for i in 0..8u32 {
