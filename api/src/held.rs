@@ -178,6 +178,65 @@ impl hyper::body::Body for Holding {
     }
 }
 
+/// A request body of unknown size (no `Content-Length`), taking its share of a budget as its bytes
+/// arrive, 256 KiB at a time; past the budget it fails with [`OverBudget`], which the endpoint
+/// answers as `busy`.
+pub(crate) struct Metered {
+    body: Body,
+    budget: Arc<Budget>,
+    peer: Peer,
+    arrived: u64,
+    held: Vec<Held>,
+    taken_kib: u64,
+}
+
+/// Why a metered body stopped: the budget had no room for more of it.
+#[derive(Debug, thiserror::Error)]
+#[error("no room for more of this upload")]
+pub(crate) struct OverBudget(pub(crate) Short);
+
+/// What a metered body takes at a time, in KiB.
+const METER_KIB: u32 = 256;
+
+impl Metered {
+    pub(crate) fn new(body: Body, budget: Arc<Budget>, peer: Peer) -> Self {
+        Metered { body, budget, peer, arrived: 0, held: Vec::new(), taken_kib: 0 }
+    }
+}
+
+impl hyper::body::Body for Metered {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let frame = match Pin::new(&mut self.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            other => return other,
+        };
+        if let Some(data) = frame.data_ref() {
+            self.arrived += data.len() as u64;
+            while self.taken_kib * 1024 < self.arrived {
+                match self.budget.try_take(self.peer, METER_KIB) {
+                    Ok(held) => {
+                        self.held.push(held);
+                        self.taken_kib += u64::from(METER_KIB);
+                    }
+                    Err(short) => return Poll::Ready(Some(Err(axum::Error::new(OverBudget(short))))),
+                }
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

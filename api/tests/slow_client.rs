@@ -59,7 +59,7 @@ async fn stalled_uploads_hold_no_more_than_the_upload_budget() {
     let refused = client.put(array(&big)).body(big.clone()).send().await.expect("answered");
     assert_eq!(refused.status(), 503);
     let text = refused.text().await.unwrap_or_default();
-    assert!(text.contains("busy") && text.contains("this address") && text.contains("uploads"), "{text}");
+    assert!(text.contains("busy") && text.contains("one address") && text.contains("uploads"), "{text}");
     let elsewhere = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
@@ -78,5 +78,28 @@ async fn stalled_uploads_hold_no_more_than_the_upload_budget() {
     drop(tx);
     let taken = client.put(array(&big)).body(big).send().await.expect("answered");
     assert_eq!(taken.status(), 201, "{}", taken.text().await.unwrap_or_default());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_of_unknown_size_takes_its_share_as_it_arrives() {
+    // 2 MiB of uploads at once, 1 MiB of them from one address.
+    let limits = Limits { upload_bytes: 2 << 20, ..Limits::default() };
+    let server = common::Server::start(limits, Vec::new()).await;
+    let client = xcd_e2e::client();
+    let put = |bytes: Vec<u8>| {
+        let url = format!("{}/v1/arrays/{}", server.base, hex::encode(xcd_wire::content_hash(&bytes)));
+        // In pieces, with no Content-Length: the daemon cannot know the size before it arrives.
+        let pieces: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(64 << 10).map(|c| Ok(c.to_vec())).collect();
+        client.put(url).body(reqwest::Body::wrap_stream(futures_util::stream::iter(pieces))).send()
+    };
+    let small = put(vec![5u8; 512 << 10]).await.expect("answered");
+    assert_eq!(small.status(), 201, "{}", small.text().await.unwrap_or_default());
+    let big = put(vec![6u8; 3 << 20]).await.expect("answered");
+    assert_eq!(big.status(), 503, "more than one address may send at once");
+    let text = big.text().await.unwrap_or_default();
+    assert!(text.contains("busy") && text.contains("uploads"), "{text}");
+    let again = put(vec![7u8; 900 << 10]).await.expect("answered");
+    assert_eq!(again.status(), 201, "the refused one's share came back: {}", again.text().await.unwrap_or_default());
     server.stop().await;
 }

@@ -253,6 +253,8 @@ def zero_window(port, connections, path, secret):
                 for event in conn.receive_data(data):
                     if isinstance(event, h2.events.ResponseReceived):
                         status = dict(event.headers).get(":status", status)
+                    if isinstance(event, h2.events.DataReceived) and os.environ.get("HOSTILE_DEBUG"):
+                        print("DEBUG", event.data[:300], file=sys.stderr)
         except (OSError, h2.exceptions.ProtocolError):
             pass
         statuses[status] = statuses.get(status, 0) + 1

@@ -11,6 +11,7 @@ use xcd_engine::EngineError;
 use xcd_wire::BlockDesc;
 use xcd_wire::rest::{ArrayHeld, Registered};
 
+use crate::held::{OverBudget, Short};
 use crate::problem::ApiError;
 use crate::state::AppState;
 
@@ -20,8 +21,26 @@ pub(crate) fn body(bytes: Result<Bytes, BytesRejection>, limit: u64, what: &str)
         StatusCode::PAYLOAD_TOO_LARGE => {
             ApiError::TooLarge(format!("{what} is over this daemon's limit of {limit} bytes"))
         }
-        _ => ApiError::BadRequest(format!("{what} could not be read: {e}")),
+        _ => match over_budget(&e) {
+            Some(short) => ApiError::Busy(match short {
+                Short::Client => "the uploads one address may send at once".into(),
+                Short::All => "the uploads it receives at once".into(),
+            }),
+            None => ApiError::BadRequest(format!("{what} could not be read: {e}")),
+        },
     })
+}
+
+/// Whether a body could not be read for want of room in the uploads' budget ([`OverBudget`]).
+fn over_budget(e: &(dyn std::error::Error + 'static)) -> Option<Short> {
+    let mut source = Some(e);
+    while let Some(e) = source {
+        if let Some(OverBudget(short)) = e.downcast_ref::<OverBudget>() {
+            return Some(*short);
+        }
+        source = e.source();
+    }
+    None
 }
 
 /// Maps a device's refusal to the daemon's.

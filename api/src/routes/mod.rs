@@ -7,6 +7,7 @@ pub(crate) mod tiles;
 use std::convert::Infallible;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -15,7 +16,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::activity::Peer;
 use crate::guard::guard;
-use crate::held::Short;
+use crate::held::{Metered, Short};
 use crate::problem::{ApiError, Refused};
 use crate::state::AppState;
 
@@ -102,10 +103,11 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     response
 }
 
-/// Middleware on the endpoints that take a body: holds its share of `Limits::upload_bytes` (its
-/// size when known: none when the request ends with its headers, else its `Content-Length`, else
-/// the endpoint's `max`) while the request is handled, or refuses it as `busy` when the daemon,
-/// or the client's address (half of it), is already receiving that much.
+/// Middleware on the endpoints that take a body: holds its share of `Limits::upload_bytes` while
+/// the request is handled. A body of known size (none when the request ends with its headers,
+/// else its `Content-Length`) takes its share at once, or is refused as `busy` before any of it is
+/// read when the daemon, or the client's address (half of it), is already receiving that much; a
+/// body of unknown size takes its share as it arrives ([`Metered`]).
 async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, next: Next) -> Response {
     let declared = hyper::body::Body::size_hint(request.body()).exact().or_else(|| {
         request
@@ -114,27 +116,27 @@ async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, 
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
     });
-    let want = crate::state::kib(declared.unwrap_or(max).min(max)).max(1);
     let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
+    let Some(declared) = declared else {
+        let uploads = state.0.uploads.clone();
+        let request = request.map(|body| Body::new(Metered::new(body, uploads, peer)));
+        return next.run(request).await;
+    };
+    let want = crate::state::kib(declared.min(max)).max(1);
     let _share = match state.0.uploads.try_take(peer, want) {
         Ok(share) => share,
-        Err(short) => {
-            let all = state.0.config.limits.upload_bytes >> 20;
-            let error = ApiError::Busy(match short {
-                Short::Client => {
-                    format!(
-                        "this address is sending half of this daemon's uploads at once ({} MiB): try again shortly",
-                        all / 2
-                    )
-                }
-                Short::All => {
-                    format!("this daemon is receiving its most uploads at once ({all} MiB): try again shortly")
-                }
-            });
-            return crate::guard::refuse(request, error).await;
-        }
+        Err(short) => return crate::guard::refuse(request, uploads_busy(&state, short)).await,
     };
     next.run(request).await
+}
+
+/// The refusal of an upload without room.
+pub(crate) fn uploads_busy(state: &AppState, short: Short) -> ApiError {
+    let all = state.0.config.limits.upload_bytes >> 20;
+    ApiError::Busy(match short {
+        Short::Client => format!("{} MiB of uploads being received from one address", all / 2),
+        Short::All => format!("{all} MiB of uploads being received"),
+    })
 }
 
 async fn not_found() -> ApiError {

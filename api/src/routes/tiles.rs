@@ -488,11 +488,8 @@ pub(crate) async fn one(
     let held = state.0.tile_data.try_take(peer, share(result_bytes(&desc, query.count), limits)).map_err(|short| {
         let all = limits.tile_bytes >> 20;
         ApiError::Busy(match short {
-            Short::Client => format!(
-                "answers to this address not yet read hold half of this daemon's tile data ({} MiB): read them, or try again shortly",
-                all / 2
-            ),
-            Short::All => format!("this daemon holds its most tile data at once ({all} MiB): try again shortly"),
+            Short::Client => format!("{} MiB of tile data held for one address (answers not yet read)", all / 2),
+            Short::All => format!("{all} MiB of tile data held"),
         })
     })?;
     let mut outputs = run(&state, peer, &desc, &device, job).await?;
