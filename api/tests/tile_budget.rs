@@ -85,16 +85,7 @@ async fn a_single_tile_is_busy_while_an_unread_stream_holds_the_budget_and_serve
     assert_eq!(tile().await.status(), 200, "served while nothing else holds the budget");
 
     // Frames for ever; the answer's body is never read.
-    let frames = futures_util::stream::unfold(0u32, |tag| async move {
-        let chunk: Vec<u8> = (0..16).flat_map(|i| frame(tag + i, 0)).collect();
-        Some((Ok::<_, std::io::Error>(chunk), tag.wrapping_add(16)))
-    });
-    let unread = xcd_e2e::client()
-        .post(format!("{base}/v1/blocks/{}/tiles", escape.id()))
-        .body(reqwest::Body::wrap_stream(frames))
-        .send()
-        .await
-        .expect("the stream opens");
+    let unread = common::unread_stream(&base, escape.id(), COUNT, 16).await;
 
     // Once the client's windows are full, the stream's results hold the whole budget.
     let deadline = Instant::now() + Duration::from_secs(4);

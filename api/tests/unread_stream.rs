@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 mod common;
 
 use xcd_api::Limits;
-use xcd_wire::{Tile, TileFrame};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_whose_results_are_never_read_is_closed() {
@@ -19,22 +18,7 @@ async fn a_stream_whose_results_are_never_read_is_closed() {
     let client = xcd_e2e::client();
 
     // Frames for ever, in chunks of 64; the answer's body is never read.
-    let frames = futures_util::stream::unfold(0u32, |tag| async move {
-        let chunk: Vec<u8> = (0..64)
-            .flat_map(|i| {
-                let tile = Tile { start: 0, count: 65_536 };
-                TileFrame { tag: tag + i, tile, params: vec![256, 256, 50], wholes: vec![], inputs: Default::default() }
-                    .encode()
-            })
-            .collect();
-        Some((Ok::<_, std::io::Error>(chunk), tag.wrapping_add(64)))
-    });
-    let unread = xcd_e2e::client()
-        .post(format!("{base}/v1/blocks/{}/tiles", escape.id()))
-        .body(reqwest::Body::wrap_stream(frames))
-        .send()
-        .await
-        .expect("the stream opens");
+    let unread = common::unread_stream(&base, escape.id(), 65_536, 64).await;
     let page = || async { client.get(format!("{base}/")).send().await.expect("sent").text().await.expect("text") };
     assert!(page().await.contains("1 tile streams open"));
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -77,3 +77,24 @@ pub async fn register(base: &str, name: &str) -> std::sync::Arc<xcd_wire::BlockD
     assert!(registered.status().is_success(), "registering {name}");
     block.desc
 }
+
+/// Opens a tile stream of block `id` at `base` that sends escape frames of `count` items for
+/// ever (`per_chunk` to a write) and whose answer is never read: hold the response to keep it.
+pub async fn unread_stream(base: &str, id: xcd_wire::BlockId, count: u32, per_chunk: u32) -> reqwest::Response {
+    let frames = futures_util::stream::unfold(0u32, move |tag| async move {
+        let chunk: Vec<u8> = (0..per_chunk)
+            .flat_map(|i| {
+                let tile = xcd_wire::Tile { start: 0, count };
+                let params = vec![256, 256, 40];
+                xcd_wire::TileFrame { tag: tag + i, tile, params, wholes: vec![], inputs: Default::default() }.encode()
+            })
+            .collect();
+        Some((Ok::<_, std::io::Error>(chunk), tag.wrapping_add(per_chunk)))
+    });
+    xcd_e2e::client()
+        .post(format!("{base}/v1/blocks/{id}/tiles"))
+        .body(reqwest::Body::wrap_stream(frames))
+        .send()
+        .await
+        .expect("the stream opens")
+}

@@ -327,21 +327,7 @@ async fn with_the_secret_every_attack_at_once_stays_under_the_memory_ceiling() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     // A new client at another address is served in the middle of it all: the attacker's address
     // holds at most half the tile data.
-    let out = xcd_e2e::curl(&[
-        "-sf",
-        "--max-time",
-        "10",
-        "--interface",
-        "127.0.0.2",
-        "-H",
-        &format!("Authorization: {}", auth()),
-        "-X",
-        "POST",
-        "-o",
-        "/dev/null",
-        &tile,
-    ]);
-    assert!(out.status.success(), "a new client was not served: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(new_client_served_from(&daemon, &tile, "127.0.0.2"));
 
     let peak_mib = daemon.peak_rss_kib() / 1024;
     // docs/security.md: 512 MiB + -memory, and on a device that computes in host memory

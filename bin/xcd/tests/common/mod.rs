@@ -80,10 +80,17 @@ impl Results {
 /// A single tile over a connection of its own (curl), as a new client with the secret would:
 /// true when served (a failure panics, with curl's words and the daemon's log).
 pub fn new_client_served(daemon: &Daemon, tile: &str) -> bool {
+    new_client_served_from(daemon, tile, "127.0.0.1")
+}
+
+/// The same, from loopback address `from` (each address holds at most half of some budgets).
+pub fn new_client_served_from(daemon: &Daemon, tile: &str, from: &str) -> bool {
     let out = xcd_e2e::curl(&[
         "-f",
         "--max-time",
         "10",
+        "--interface",
+        from,
         "-H",
         &format!("Authorization: {}", auth()),
         "-X",
