@@ -24,6 +24,11 @@ pub struct ArrayBinding {
     pub read_only: bool,
     /// Bytes from one element to the next.
     pub stride: u32,
+    /// True when some function of the kernel loads from the array (for a `read_write` array:
+    /// the block reads it as well as writing it).
+    pub loaded: bool,
+    /// The 1-based source line of its declaration, where the source is text.
+    pub line: Option<u32>,
 }
 
 /// What a kernel binds, read from its source.
@@ -91,7 +96,7 @@ pub fn interface(module: &Module, entry: &str, source: Option<&str>) -> Result<I
                 ));
             }
             AddressSpace::Storage { access } if binding.binding > 0 => {
-                storage.push((binding.binding, var, access, at, name));
+                storage.push((binding.binding, handle, var, access, at, name));
             }
             _ => {
                 return Err(abi(
@@ -107,7 +112,7 @@ pub fn interface(module: &Module, entry: &str, source: Option<&str>) -> Result<I
     let params = uniform_params(module, uniform)?;
     storage.sort_by_key(|(b, ..)| *b);
     let mut arrays = Vec::new();
-    for (k, (binding, var, access, at, name)) in storage.into_iter().enumerate() {
+    for (k, (binding, handle, var, access, at, name)) in storage.into_iter().enumerate() {
         if binding as usize != k + 1 {
             return Err(abi(
                 at,
@@ -125,9 +130,29 @@ pub fn interface(module: &Module, entry: &str, source: Option<&str>) -> Result<I
         let TypeInner::Array { size: naga::ArraySize::Dynamic, stride, .. } = *ty else {
             return Err(abi(at, format!("{name} must be a runtime-sized array, var<storage> {name}: array<T>")));
         };
-        arrays.push(ArrayBinding { name, read_only: !access.contains(StorageAccess::STORE), stride });
+        let loaded = loads_from(module, handle);
+        let line = at.map(|a| a.line);
+        arrays.push(ArrayBinding { name, read_only: !access.contains(StorageAccess::STORE), stride, loaded, line });
     }
     Ok(Interface { params, arrays })
+}
+
+/// Whether any function of the module loads through a pointer into global `g`.
+fn loads_from(module: &Module, g: naga::Handle<naga::GlobalVariable>) -> bool {
+    let functions = module.functions.iter().map(|(_, f)| f).chain(module.entry_points.iter().map(|ep| &ep.function));
+    functions.into_iter().any(|fun| {
+        fun.expressions.iter().any(|(_, e)| {
+            let naga::Expression::Load { pointer } = *e else { return false };
+            let mut at = pointer;
+            loop {
+                match fun.expressions[at] {
+                    naga::Expression::Access { base, .. } | naga::Expression::AccessIndex { base, .. } => at = base,
+                    naga::Expression::GlobalVariable(v) => return v == g,
+                    _ => return false,
+                }
+            }
+        })
+    })
 }
 
 /// The parameters a uniform tile header declares after `start`, `count` and `first`.

@@ -18,14 +18,17 @@
 
 pub mod abi;
 mod check;
+pub mod describe;
 mod exact;
 mod guard;
 pub mod ptx;
+pub mod rust;
 mod spirv;
 pub mod subset;
 
 pub use abi::{ArrayBinding, Interface};
 pub use check::{Binding, admit_spirv, bindings, check_spirv};
+pub use describe::{Marks, describe};
 pub use exact::CANONICAL_NAN;
 pub use guard::{CUT_LOOP, CUT_SUBNORMAL};
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, float_controls, no_contraction};
@@ -283,6 +286,18 @@ impl Kernel {
         // wgpu compiles passthrough MSL with Metal's default options, which allow fast math:
         // the source asks for IEEE arithmetic itself (Metal 3.2; older compilers ignore these).
         Ok(format!("#pragma METAL fp math_mode(safe)\n#pragma METAL fp contract(off)\n{text}"))
+    }
+
+    /// The CPU form as Rust source ([`rust`]): the items of a module whose `cpu` function runs
+    /// one tile for `xcd_runtime`; `per_item[k]` says array `k` is per-item (not whole).
+    pub fn rust(&self, per_item: &[bool]) -> Result<String, FormsError> {
+        on_big_stack(|| unpanicked("writing the CPU form", || rust::write(&self.module, &self.entry, per_item))?)
+    }
+
+    /// The Rust element type of each array the CPU form binds (`f32`, `[u32; 4]`, …), in
+    /// binding order: what a typed call takes.
+    pub fn rust_array_types(&self) -> Result<Vec<String>, FormsError> {
+        rust::array_types(&self.module)
     }
 
     /// The PTX form, for sm_60 and later.

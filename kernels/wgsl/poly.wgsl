@@ -9,7 +9,7 @@ struct Tile {
 
 @group(0) @binding(0) var<uniform> tile: Tile;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> coef: array<f32>;
+@group(0) @binding(2) var<storage, read> coef: array<f32>; // xcd: whole
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 @compute @workgroup_size(64)

@@ -23,6 +23,8 @@
 pub mod args;
 pub mod block;
 pub use xcd_home as home;
+/// The wire types, for code `xcd-build` generates.
+pub use xcd_wire as wire;
 pub mod placement;
 pub mod remote;
 pub mod report;
@@ -44,6 +46,15 @@ pub use schedule::{RunOptions, WorkerStats};
 pub use settings::{ParMode, Settings, WorkerChoice};
 
 use xcd_engine::WholeArray;
+
+/// Includes the blocks `xcd-build` made in this crate's `build.rs`: one module per WGSL file,
+/// each with `block()`, `desc()`, the typed `run` and `run_with`, and the CPU form `cpu`.
+#[macro_export]
+macro_rules! include_blocks {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/xcd_blocks.rs"));
+    };
+}
 use xcd_wire::DescError;
 
 use crate::args::ArrayArg;

@@ -1,0 +1,364 @@
+//! Functions and statements as Rust: each WGSL function becomes one (`#[inline(always)]`; WGSL
+//! has no recursion), each emitted expression a `let`, structured control flow Rust's own, with
+//! labels where naga's `break` and `continue` need them.
+
+use std::collections::HashSet;
+
+use naga::{Expression, Function, Handle, Statement, TypeInner};
+
+use super::{Writer, ident, internal};
+use crate::FormsError;
+
+/// Where `break` and `continue` go.
+enum Target {
+    /// A loop: its label, and the label of the block around its body when `continue` must still
+    /// run the continuing block.
+    Loop { label: String, body: Option<String> },
+    /// A switch: the label of the block around it.
+    Switch { label: String },
+}
+
+/// One function being written.
+pub(crate) struct Frame<'f> {
+    pub(crate) fun: &'f Function,
+    /// Types of the function's expressions.
+    pub(crate) types: naga::front::Typifier,
+    /// The Rust name each expression is bound to, once emitted.
+    names: Vec<Option<String>>,
+    locals: Vec<String>,
+    args: Vec<String>,
+    taken: HashSet<String>,
+    labels: u32,
+    targets: Vec<Target>,
+}
+
+impl Frame<'_> {
+    pub(crate) fn inner(&self, w: &Writer<'_>, h: Handle<Expression>) -> TypeInner {
+        self.types.get(h, &w.module.types).clone()
+    }
+
+    pub(crate) fn arg_name(&self, i: u32) -> Result<String, FormsError> {
+        self.args.get(i as usize).cloned().ok_or_else(|| internal("a missing argument"))
+    }
+
+    pub(crate) fn local_name(&self, l: Handle<naga::LocalVariable>) -> Result<String, FormsError> {
+        self.locals.get(l.index()).cloned().ok_or_else(|| internal("a missing local"))
+    }
+
+    /// A fresh Rust name for a WGSL name.
+    fn fresh(&mut self, name: Option<&str>, fallback: String) -> String {
+        let base = ident(name, fallback);
+        let mut name = base.clone();
+        let mut n = 1;
+        while self.taken.contains(&name) {
+            n += 1;
+            name = format!("{base}_{n}");
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+
+    /// An expression's value: its name once emitted, else the expression itself (constants,
+    /// arguments and other expressions that need no emitting).
+    pub(crate) fn value(&mut self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
+        if let Some(name) = &self.names[h.index()] {
+            return Ok(name.clone());
+        }
+        if matches!(self.fun.expressions[h], Expression::Load { .. } | Expression::CallResult(_)) {
+            return Err(internal("a load or call result used before it was emitted"));
+        }
+        self.compute(w, h)
+    }
+
+    fn label(&mut self, kind: &str) -> String {
+        self.labels += 1;
+        format!("'xc_{kind}{}", self.labels)
+    }
+
+    /// The Rust type of an expression's value.
+    fn type_of(&self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
+        match self.types[h] {
+            naga::proc::TypeResolution::Handle(t) => w.ty(t),
+            naga::proc::TypeResolution::Value(ref inner) => w.inner(inner),
+        }
+    }
+}
+
+fn is_pointer(inner: &TypeInner) -> bool {
+    matches!(inner, TypeInner::Pointer { .. } | TypeInner::ValuePointer { .. })
+}
+
+/// Writes one function: a WGSL function (`handle`), or the entry point's body as `xc_item`.
+pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle<Function>>) -> Result<(), FormsError> {
+    let mut types = naga::front::Typifier::new();
+    let ctx = naga::proc::ResolveContext::with_locals(w.module, &fun.local_variables, &fun.arguments);
+    for (h, _) in fun.expressions.iter() {
+        types.grow(h, &fun.expressions, &ctx).map_err(|e| internal(format!("typing an expression: {e}")))?;
+    }
+    let mut frame = Frame {
+        fun,
+        types,
+        names: vec![None; fun.expressions.len()],
+        locals: Vec::new(),
+        args: Vec::new(),
+        taken: ["xc", "xc_gid", "xc_at"].iter().map(|s| s.to_string()).collect(),
+        labels: 0,
+        targets: Vec::new(),
+    };
+    let mut params = vec!["xc: &mut XcCtx<'_>".to_owned()];
+    for (i, arg) in fun.arguments.iter().enumerate() {
+        let name = frame.fresh(arg.name.as_deref(), format!("xc_arg{i}"));
+        if handle.is_some() {
+            let ty = match w.module.types[arg.ty].inner {
+                TypeInner::Pointer { base, .. } => format!("&mut {}", w.ty(base)?),
+                _ => w.ty(arg.ty)?,
+            };
+            params.push(format!("{name}: {ty}"));
+        }
+        frame.args.push(name);
+    }
+    let result = match (&fun.result, handle) {
+        (Some(r), Some(_)) => format!(" -> {}", w.ty(r.ty)?),
+        _ => String::new(),
+    };
+    match handle {
+        Some(h) => {
+            if let Some(name) = &fun.name {
+                w.line(format!("/// WGSL `fn {name}`."));
+            }
+            w.line("#[inline(always)]");
+            w.line(format!("fn {}({}){result} {{", w.fn_names[h.index()], params.join(", ")));
+        }
+        None => {
+            w.line("/// The entry point's body for one item.");
+            w.line("#[inline(always)]");
+            w.line("fn xc_item(xc: &mut XcCtx<'_>, xc_gid: [u32; 3]) {");
+        }
+    }
+    w.indent += 1;
+    if handle.is_none() {
+        for name in frame.args.clone() {
+            w.line(format!("let {name}: [u32; 3] = xc_gid;"));
+        }
+    }
+    for (h, local) in fun.local_variables.iter() {
+        let name = frame.fresh(local.name.as_deref(), format!("xc_v{}", h.index()));
+        let ty = w.ty(local.ty)?;
+        let init = match local.init {
+            Some(init) => frame.value(w, init)?,
+            None => w.zero(local.ty)?,
+        };
+        w.line(format!("let mut {name}: {ty} = {init};"));
+        frame.locals.push(name);
+    }
+    frame.block(w, &fun.body)?;
+    w.indent -= 1;
+    w.line("}");
+    w.line("");
+    Ok(())
+}
+
+impl<'f> Frame<'f> {
+    fn block(&mut self, w: &mut Writer<'_>, block: &'f naga::Block) -> Result<(), FormsError> {
+        for statement in block {
+            self.statement(w, statement)?;
+        }
+        Ok(())
+    }
+
+    /// A nested block in braces.
+    fn braced(&mut self, w: &mut Writer<'_>, head: String, block: &'f naga::Block) -> Result<(), FormsError> {
+        w.line(format!("{head}{{"));
+        w.indent += 1;
+        self.block(w, block)?;
+        w.indent -= 1;
+        w.line("}");
+        Ok(())
+    }
+
+    fn statement(&mut self, w: &mut Writer<'_>, statement: &'f Statement) -> Result<(), FormsError> {
+        match *statement {
+            Statement::Emit(ref range) => {
+                for h in range.clone() {
+                    if is_pointer(&self.inner(w, h)) {
+                        continue;
+                    }
+                    let value = self.compute(w, h)?;
+                    let ty = self.type_of(w, h)?;
+                    let wgsl = self.fun.named_expressions.get(&h).map(String::as_str);
+                    let name = self.fresh(wgsl, format!("xc_e{}", h.index()));
+                    w.line(format!("let {name}: {ty} = {value};"));
+                    self.names[h.index()] = Some(name);
+                }
+            }
+            Statement::Block(ref inner) => self.braced(w, String::new(), inner)?,
+            Statement::If { condition, ref accept, ref reject } => {
+                let c = self.value(w, condition)?;
+                w.line(format!("if {c} {{"));
+                w.indent += 1;
+                self.block(w, accept)?;
+                w.indent -= 1;
+                if !reject.is_empty() {
+                    w.line("} else {");
+                    w.indent += 1;
+                    self.block(w, reject)?;
+                    w.indent -= 1;
+                }
+                w.line("}");
+            }
+            Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
+            Statement::Loop { ref body, ref continuing, break_if } => {
+                let label = self.label("loop");
+                let needs_body_label = (!continuing.is_empty() || break_if.is_some()) && continues(body);
+                let body_label = needs_body_label.then(|| self.label("body"));
+                w.line(format!("{label}: loop {{"));
+                w.indent += 1;
+                self.targets.push(Target::Loop { label: label.clone(), body: body_label.clone() });
+                match &body_label {
+                    Some(b) => self.braced(w, format!("{b}: "), body)?,
+                    None => self.block(w, body)?,
+                }
+                self.targets.pop();
+                // `continue` and `break` in the continuing block are not allowed by WGSL; naga's
+                // break_if is the only way out of it.
+                self.targets.push(Target::Loop { label: label.clone(), body: None });
+                self.block(w, continuing)?;
+                self.targets.pop();
+                if let Some(b) = break_if {
+                    let c = self.value(w, b)?;
+                    w.line(format!("if {c} {{ break {label}; }}"));
+                }
+                w.indent -= 1;
+                w.line("}");
+            }
+            Statement::Break => {
+                let label = match self.targets.last() {
+                    Some(Target::Loop { label, .. } | Target::Switch { label }) => label.clone(),
+                    None => return Err(internal("a break outside a loop or switch")),
+                };
+                w.line(format!("break {label};"));
+            }
+            Statement::Continue => {
+                let target = self.targets.iter().rev().find_map(|t| match t {
+                    Target::Loop { label, body } => Some((label.clone(), body.clone())),
+                    Target::Switch { .. } => None,
+                });
+                match target {
+                    Some((_, Some(body))) => w.line(format!("break {body};")),
+                    Some((label, None)) => w.line(format!("continue {label};")),
+                    None => return Err(internal("a continue outside a loop")),
+                }
+            }
+            Statement::Return { value } => match value {
+                Some(v) => {
+                    let v = self.value(w, v)?;
+                    w.line(format!("return {v};"));
+                }
+                None => w.line("return;"),
+            },
+            Statement::Store { pointer, value } => {
+                let place = self.place(w, pointer)?;
+                let v = self.value(w, value)?;
+                w.line(place.write(&v));
+            }
+            Statement::Call { function, ref arguments, result } => {
+                let mut args = vec!["xc".to_owned()];
+                for &a in arguments {
+                    if is_pointer(&self.inner(w, a)) {
+                        let place = self.place(w, a)?;
+                        if place.root.starts_with("xc.") {
+                            return Err(FormsError::Unsupported {
+                                at: None,
+                                construct: "a pointer to a global passed to a function".into(),
+                                why: "the CPU form passes locals by pointer only; copy the value into a local var, pass that, and store it back".into(),
+                            });
+                        }
+                        args.push(place.borrow().ok_or_else(|| FormsError::Unsupported {
+                            at: None,
+                            construct: "a pointer to an element at a computed index passed to a function".into(),
+                            why: "the CPU form passes whole locals or constant-indexed parts by pointer; copy the element into a local var first".into(),
+                        })?);
+                    } else {
+                        args.push(self.value(w, a)?);
+                    }
+                }
+                let call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
+                match result {
+                    Some(r) => {
+                        let ty = self.type_of(w, r)?;
+                        let name = self.fresh(None, format!("xc_e{}", r.index()));
+                        w.line(format!("let {name}: {ty} = {call};"));
+                        self.names[r.index()] = Some(name);
+                    }
+                    None => w.line(format!("{call};")),
+                }
+            }
+            _ => return Err(internal("a statement outside the exact subset")),
+        }
+        Ok(())
+    }
+
+    fn switch(
+        &mut self,
+        w: &mut Writer<'_>,
+        selector: Handle<Expression>,
+        cases: &'f [naga::SwitchCase],
+    ) -> Result<(), FormsError> {
+        let s = self.value(w, selector)?;
+        let label = self.label("switch");
+        w.line(format!("{label}: {{"));
+        w.indent += 1;
+        w.line(format!("match {s} {{"));
+        w.indent += 1;
+        self.targets.push(Target::Switch { label });
+        // Cases that fall through with empty bodies share the next case's arm (WGSL's
+        // `case 1, 2:`); the default arm goes last, as Rust needs.
+        let mut arms: Vec<(Vec<String>, bool, &'f naga::Block)> = Vec::new();
+        let mut pending: Vec<String> = Vec::new();
+        let mut pending_default = false;
+        for case in cases {
+            match case.value {
+                naga::SwitchValue::I32(v) => pending.push(super::expr::literal(naga::Literal::I32(v))?),
+                naga::SwitchValue::U32(v) => pending.push(format!("{v}u32")),
+                naga::SwitchValue::Default => pending_default = true,
+            }
+            if case.fall_through {
+                if !case.body.is_empty() {
+                    return Err(internal("a case that falls through after a body"));
+                }
+                continue;
+            }
+            arms.push((std::mem::take(&mut pending), std::mem::take(&mut pending_default), &case.body));
+        }
+        let mut default = None;
+        for (values, is_default, body) in arms {
+            if is_default {
+                default = Some(body);
+                continue;
+            }
+            let pattern = values.iter().map(|v| v.trim_start_matches('(').trim_end_matches(')')).collect::<Vec<_>>();
+            self.braced(w, format!("{} => ", pattern.join(" | ")), body)?;
+        }
+        match default {
+            Some(body) => self.braced(w, "_ => ".to_owned(), body)?,
+            None => w.line("_ => {}"),
+        }
+        self.targets.pop();
+        w.indent -= 1;
+        w.line("}");
+        w.indent -= 1;
+        w.line("}");
+        Ok(())
+    }
+}
+
+/// Whether a loop body holds a `continue` for this loop (not one of a loop inside it).
+fn continues(block: &naga::Block) -> bool {
+    block.iter().any(|s| match s {
+        Statement::Continue => true,
+        Statement::Block(b) => continues(b),
+        Statement::If { accept, reject, .. } => continues(accept) || continues(reject),
+        Statement::Switch { cases, .. } => cases.iter().any(|c| continues(&c.body)),
+        _ => false,
+    })
+}
