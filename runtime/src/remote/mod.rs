@@ -241,17 +241,20 @@ impl Worker for RemoteWorker {
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
         self.still_stalled()?;
         let mut slot = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((id, stream)) = slot.as_ref() {
-            if *id == ctx.id && !stream.is_closed() {
-                return Ok(());
-            }
-        }
+        let open = matches!(slot.as_ref(), Some((id, stream)) if *id == ctx.id && !stream.is_closed());
         let daemon = self.daemon.clone();
+        // Every run may bring whole arrays of its own, even on a stream already open for its
+        // block: those the daemon does not hold yet go up before any tile names them.
         let opened = self.runtime.block_on(async {
             daemon.prepare(ctx.id, &ctx.block.desc, &ctx.whole).await?;
-            TileStream::open(daemon.clone(), ctx.id, self.device, u64::from(ctx.items)).await
+            if open {
+                return Ok(None);
+            }
+            TileStream::open(daemon.clone(), ctx.id, self.device, u64::from(ctx.items)).await.map(Some)
         })?;
-        *slot = Some((ctx.id, Arc::new(opened)));
+        if let Some(stream) = opened {
+            *slot = Some((ctx.id, Arc::new(stream)));
+        }
         Ok(())
     }
 
