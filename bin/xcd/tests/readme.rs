@@ -1,5 +1,5 @@
-//! The README's curl commands run verbatim against a live daemon (only the binaries' folder and
-//! the port are put in), and print the first 8 pixels' counts; docs/protocol.md's WGSL-only
+//! The README's curl commands run verbatim against a live daemon (only the binaries' and the
+//! kernels' folders and the port are put in), and print the first 8 pixels' counts; docs/protocol.md's WGSL-only
 //! block registers and computes.
 
 mod common;
@@ -24,8 +24,11 @@ fn readme_curl_commands_work() {
         "xcrun is not built beside xcd: run `cargo build --workspace --bins` (scripts/test does)"
     );
     let daemon = xcd().secret(SECRET).start();
-    let script =
-        script.replace("target/release/", &format!("{}/", bins.display())).replace("7227", &daemon.port.to_string());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = script
+        .replace("target/release/", &format!("{}/", bins.display()))
+        .replace("kernels/wgsl/", &format!("{}/kernels/wgsl/", root.display()))
+        .replace("7227", &daemon.port.to_string());
     let dir = tempfile::tempdir().expect("dir");
     let out = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])

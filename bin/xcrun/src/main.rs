@@ -2,6 +2,7 @@
 //! command line to the library crates, where all work happens.
 #![forbid(unsafe_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -39,18 +40,34 @@ enum Command {
         #[command(subcommand)]
         action: Option<PinAction>,
     },
-    /// Print an example block's description as JSON, every form included: the body of a daemon's
-    /// `POST /v1/blocks` (e.g. `xcrun block escape > escape.json`).
+    /// Print a block's description as JSON: the body of a daemon's `POST /v1/blocks`. An example
+    /// block by name, every form included (`xcrun block escape > escape.json`), or any WGSL
+    /// kernel of your own (`xcrun block --wgsl blur.wgsl > blur.json`), its description derived
+    /// from the kernel as xcd-build derives it.
     Block {
-        /// escape, saxpy or poly.
-        name: String,
+        /// An example block: escape, saxpy or poly.
+        #[arg(required_unless_present = "wgsl")]
+        name: Option<String>,
         /// Print only the block's id (its content address).
         #[arg(long)]
         id: bool,
-        /// Keep only the block's WGSL, as a REST client would send it: a daemon makes its own
-        /// GPU's form from it.
-        #[arg(long)]
-        wgsl: bool,
+        /// With a FILE: describe that WGSL kernel (its entry point named after the file, or
+        /// --entry). With an example's name: keep only its WGSL, as a REST client would send it
+        /// (a daemon makes its own GPU's form from it).
+        #[arg(long, value_name = "FILE", num_args = 0..=1)]
+        wgsl: Option<Option<PathBuf>>,
+        /// An array the kernel shares whole with every tile (as `// xcd: whole` in the WGSL).
+        #[arg(long, value_name = "ARRAY", requires = "wgsl")]
+        whole: Vec<String>,
+        /// A read_write array the kernel only writes (as `// xcd: out`).
+        #[arg(long, value_name = "ARRAY", requires = "wgsl")]
+        out: Vec<String>,
+        /// A read_write array the kernel reads and writes (as `// xcd: inout`).
+        #[arg(long, value_name = "ARRAY", requires = "wgsl")]
+        inout: Vec<String>,
+        /// The kernel's entry point, when not named after the file.
+        #[arg(long, requires = "wgsl")]
+        entry: Option<String>,
     },
 }
 
@@ -68,7 +85,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Devices { json } => devices(json),
-        Command::Block { name, id, wgsl } => block(&name, id, wgsl),
+        Command::Block { name, id, wgsl, whole, out, inout, entry } => match (name, wgsl) {
+            (None, Some(Some(file))) => {
+                let marks = xcd_forms::Marks { whole, out, inout };
+                block_of_file(&file, entry.as_deref(), &marks, id)
+            }
+            (Some(name), Some(Some(_))) => {
+                eprintln!("xcrun: give an example block's name or --wgsl FILE, not both ({name} and a file)");
+                ExitCode::from(64)
+            }
+            (Some(name), wgsl) => block(&name, id, wgsl.is_some()),
+            (None, _) => {
+                eprintln!("xcrun: name an example block (escape, saxpy, poly) or give --wgsl FILE");
+                ExitCode::from(64)
+            }
+        },
         Command::Pins { action } => pins(action),
         Command::Check { daemon: Some(daemon) } => check(&daemon),
         Command::Check { daemon: None } => check_found(),
@@ -170,6 +201,26 @@ fn pins(action: Option<PinAction>) -> ExitCode {
     }
 }
 
+/// Prints the description of the kernel in `file`, derived from its WGSL.
+fn block_of_file(file: &Path, entry: Option<&str>, marks: &xcd_forms::Marks, id_only: bool) -> ExitCode {
+    let wgsl = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("xcrun: cannot read {}: {e}", file.display());
+            return ExitCode::from(66);
+        }
+    };
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("block");
+    let entry = entry.unwrap_or(stem);
+    match xcd_forms::describe(&wgsl, stem, entry, marks) {
+        Ok((desc, _)) => print_block(&desc, id_only),
+        Err(e) => {
+            eprintln!("xcrun: {}: {e}", file.display());
+            ExitCode::from(65)
+        }
+    }
+}
+
 fn block(name: &str, id_only: bool, wgsl_only: bool) -> ExitCode {
     let Some(block) = xcd_kernels::all().into_iter().find(|b| b.desc.name == name) else {
         let names: Vec<String> = xcd_kernels::all().iter().map(|b| b.desc.name.clone()).collect();
@@ -180,11 +231,15 @@ fn block(name: &str, id_only: bool, wgsl_only: bool) -> ExitCode {
     if wgsl_only {
         desc.forms = xcd_wire::Forms { wgsl: desc.forms.wgsl.take(), ..xcd_wire::Forms::default() };
     }
+    print_block(&desc, id_only)
+}
+
+fn print_block(desc: &xcd_wire::BlockDesc, id_only: bool) -> ExitCode {
     if id_only {
         println!("{}", desc.id());
         return ExitCode::SUCCESS;
     }
-    match serde_json::to_string(&desc) {
+    match serde_json::to_string(desc) {
         Ok(text) => {
             println!("{text}");
             ExitCode::SUCCESS
