@@ -477,9 +477,9 @@ impl Choice {
                 let calibrated: Vec<String> =
                     measured.calibrated.iter().map(|(k, r)| format!("{k} {:.2}", r / 1e6)).collect();
                 format!(
-                    "par: placement of {block} at {size}: calibrated {}, measured {} M items/s in {:.3} s ({:.0}% of the items); {verdict}",
+                    "par: placement of {block} at {size}: calibrated {} M items/s, measured {} in {:.3} s ({:.0}% of the items); {verdict}",
                     calibrated.join(", "),
-                    if rates.is_empty() { "nothing".to_owned() } else { rates.join(", ") },
+                    if rates.is_empty() { "no set".to_owned() } else { format!("{} M items/s", rates.join(", ")) },
                     measured.seconds,
                     100.0 * measured.items as f64 / items.max(1) as f64
                 )
