@@ -62,7 +62,30 @@ pub struct CpuTile<'a> {
     pub(crate) arrays: Vec<CpuArray<'a>>,
 }
 
+/// One array lent to [`CpuTile::new`]: one the block reads, or one it writes.
+#[derive(Debug)]
+pub enum CpuArg<'a> {
+    /// An array the block reads (per-item input, or whole).
+    Read(&'a [u8]),
+    /// An array the block writes (output or input-output).
+    Write(&'a mut [u8]),
+}
+
 impl<'a> CpuTile<'a> {
+    /// A tile over arrays the caller lends, in binding order (per-item arrays `tile.count`
+    /// elements long), for running a CPU form directly: tests and benchmarks. Workers make
+    /// their own.
+    pub fn new(tile: Tile, params: &'a [u32], arrays: Vec<CpuArg<'a>>) -> Self {
+        let arrays = arrays
+            .into_iter()
+            .map(|a| match a {
+                CpuArg::Read(d) => CpuArray::Read(d),
+                CpuArg::Write(d) => CpuArray::Write(Some(d)),
+            })
+            .collect();
+        CpuTile { tile, params, arrays }
+    }
+
     /// Parameter `k` as an unsigned integer.
     pub fn param_u32(&self, k: usize) -> u32 {
         self.params[k]

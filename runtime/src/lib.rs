@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 pub use args::Args;
-pub use block::{Block, CpuKernel, CpuTile, canonical, to_i32, to_u32};
+pub use block::{Block, CpuArg, CpuKernel, CpuTile, canonical, to_i32, to_u32};
 pub use report::RunReport;
 pub use schedule::{RunOptions, WorkerStats};
 pub use settings::{ParMode, Settings, WorkerChoice};

@@ -21,57 +21,6 @@ fn desc(wgsl: String) -> BlockDesc {
     kg::block_desc(wgsl)
 }
 
-/// Inputs full of edge values: NaNs with payloads, infinities, signed zeros, subnormals.
-fn inputs(seed: u64) -> eval::Inputs {
-    let mut state = seed ^ 0x5DEE_CE66_D1CE_4E5B;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let sub = kg::with_subnormals(seed);
-    let special_f = [
-        0x7fc0_0000,
-        0xffc0_0000,
-        0x7fc0_0001,
-        0x7f80_0001,
-        0x7f80_0000,
-        0xff80_0000,
-        0x8000_0000,
-        0x0000_0001,
-        0x807f_ffff,
-        0x3f80_0000,
-        0x4f80_0000,
-        0xcf00_0000,
-    ];
-    let a = (0..ITEMS)
-        .map(|_| {
-            let r = next();
-            kg::eval_edge(r, kg::T::U, sub)
-        })
-        .collect();
-    let b = (0..ITEMS)
-        .map(|_| {
-            let r = next();
-            let bits = if r % 4 == 0 {
-                special_f[(r >> 8) as usize % special_f.len()]
-            } else {
-                kg::eval_edge(r >> 3, kg::T::F, sub)
-            };
-            if sub { bits } else { kg::moderate(bits) }
-        })
-        .collect();
-    let w_len = 1 + (next() % 20) as usize;
-    let w = (0..w_len).map(|_| kg::eval_edge(next(), kg::T::I, sub) as i32).collect();
-    let p = [
-        kg::eval_edge(next(), kg::T::U, sub),
-        kg::eval_edge(next(), kg::T::I, sub),
-        kg::eval_edge(next(), kg::T::F, sub),
-    ];
-    eval::Inputs { a, b, w, p }
-}
-
 fn words(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
@@ -178,7 +127,7 @@ fn generated_kernels_give_the_same_bits_everywhere() {
     let mut declined_tiles = std::collections::BTreeMap::new();
     for seed in first..first + count {
         let kernel = kg::generate(seed);
-        let inputs = inputs(seed);
+        let inputs = kg::inputs(seed, ITEMS);
         if let Some(ptxas) = &ptxas {
             let ptx = xcd_forms::Kernel::from_wgsl(&kernel.wgsl(), "k").and_then(|k| k.ptx());
             match ptx {

@@ -467,3 +467,48 @@ pub fn eval_edge(random: u64, t: T, subnormals: bool) -> u32 {
     let v = random::edge(random, t);
     if t == T::F && !subnormals { random::moderate(v) } else { v }
 }
+
+/// Inputs for `items` items of the kernel of `seed`, full of edge values: NaNs with payloads,
+/// infinities, signed zeros, subnormals (where the seed's kernel takes them).
+pub fn inputs(seed: u64, items: usize) -> eval::Inputs {
+    let mut state = seed ^ 0x5DEE_CE66_D1CE_4E5B;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let sub = with_subnormals(seed);
+    let special_f = [
+        0x7fc0_0000,
+        0xffc0_0000,
+        0x7fc0_0001,
+        0x7f80_0001,
+        0x7f80_0000,
+        0xff80_0000,
+        0x8000_0000,
+        0x0000_0001,
+        0x807f_ffff,
+        0x3f80_0000,
+        0x4f80_0000,
+        0xcf00_0000,
+    ];
+    let a = (0..items)
+        .map(|_| {
+            let r = next();
+            eval_edge(r, T::U, sub)
+        })
+        .collect();
+    let b = (0..items)
+        .map(|_| {
+            let r = next();
+            let bits =
+                if r % 4 == 0 { special_f[(r >> 8) as usize % special_f.len()] } else { eval_edge(r >> 3, T::F, sub) };
+            if sub { bits } else { moderate(bits) }
+        })
+        .collect();
+    let w_len = 1 + (next() % 20) as usize;
+    let w = (0..w_len).map(|_| eval_edge(next(), T::I, sub) as i32).collect();
+    let p = [eval_edge(next(), T::U, sub), eval_edge(next(), T::I, sub), eval_edge(next(), T::F, sub)];
+    eval::Inputs { a, b, w, p }
+}

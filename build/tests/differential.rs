@@ -1,0 +1,145 @@
+//! The generated CPU form against the reference: random kernels (xcd_ptxsim::kernelgen, the
+//! same the GPU forms are checked with in sim/tests/differential.rs) are made into blocks by
+//! xcd-build in a crate of their own, and each tile of their CPU form must give the reference
+//! evaluation's bits: NaNs, infinities, signed zeros, subnormals, wrapping and WGSL's integer
+//! division included.
+//!
+//! `XCD_DIFF_CPU_KERNELS` sets how many kernels (default 40), `XCD_DIFF_SEED` the first seed.
+//! The crate builds into this workspace's target directory, sharing its dependencies.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xcd_ptxsim::kernelgen::{self as kg, eval};
+
+/// Items per run, and the tiles they run in: as sim/tests/differential.rs.
+const ITEMS: usize = 300;
+const TILES: [(u32, u32); 4] = [(0, 97), (97, 1), (98, 64), (162, 138)];
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_owned()
+}
+
+/// The crate: one block per kernel, and a main that runs kernel N's tiles on the inputs in a
+/// file and writes o and g.
+fn write_crate(dir: &Path, seeds: &[u64]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the checkout");
+    let manifest = format!(
+        "[package]\nname = \"cpu-diff\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nxcd-runtime = {{ path = {:?} }}\n\n[build-dependencies]\nxcd-build = {{ path = {:?} }}\n",
+        root.join("runtime"),
+        root.join("build")
+    );
+    std::fs::create_dir_all(dir.join("src")).expect("src");
+    std::fs::create_dir_all(dir.join("wgsl")).expect("wgsl");
+    std::fs::write(dir.join("Cargo.toml"), manifest).expect("Cargo.toml");
+    let mut build = String::from("fn main() {\n    xcd_build::Builder::new()\n");
+    let mut table = String::new();
+    for seed in seeds {
+        let name = format!("k{seed}");
+        let wgsl = kg::generate(*seed).wgsl().replace("fn k(@builtin", &format!("fn {name}(@builtin"));
+        std::fs::write(dir.join("wgsl").join(format!("{name}.wgsl")), wgsl).expect("kernel");
+        let _ = writeln!(build, "        .file(\"wgsl/{name}.wgsl\").whole(\"{name}\", \"w\")");
+        let _ = writeln!(table, "        {seed} => {name}::cpu,");
+    }
+    build.push_str("        .compile();\n}\n");
+    std::fs::write(dir.join("build.rs"), build).expect("build.rs");
+    let main = format!(
+        r#"use xcd_runtime::{{CpuArg, CpuTile}};
+use xcd_runtime::wire::Tile;
+
+xcd_runtime::include_blocks!();
+
+const TILES: [(u32, u32); 4] = {TILES:?};
+
+fn words(bytes: &[u8]) -> Vec<u32> {{
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}}
+
+fn main() {{
+    let args: Vec<String> = std::env::args().collect();
+    let seed: u64 = args[1].parse().expect("a seed");
+    let cpu: fn(&mut CpuTile<'_>) = match seed {{
+{table}        _ => panic!("no kernel {{seed}}"),
+    }};
+    let input = words(&std::fs::read(&args[2]).expect("inputs"));
+    let (p, rest) = input.split_at(3);
+    let (a, rest) = rest.split_at({ITEMS});
+    let (b, rest) = rest.split_at({ITEMS});
+    let w: Vec<u8> = rest[1..].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let (mut o, mut g) = (Vec::new(), Vec::new());
+    for (start, count) in TILES {{
+        let range = start as usize..(start + count) as usize;
+        let a: Vec<u8> = a[range.clone()].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let b: Vec<u8> = b[range].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut to = vec![0u8; 4 * count as usize];
+        let mut tg = vec![0u8; 4 * count as usize];
+        let arrays = vec![CpuArg::Read(&a), CpuArg::Read(&b), CpuArg::Read(&w), CpuArg::Write(&mut to), CpuArg::Write(&mut tg)];
+        cpu(&mut CpuTile::new(Tile {{ start, count }}, p, arrays));
+        o.extend(to);
+        g.extend(tg);
+    }}
+    o.extend(g);
+    std::fs::write(&args[3], o).expect("outputs");
+}}
+"#
+    );
+    std::fs::write(dir.join("src/main.rs"), main).expect("main.rs");
+}
+
+fn bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+#[test]
+fn generated_cpu_forms_give_the_reference_bits() {
+    let count: u64 = std::env::var("XCD_DIFF_CPU_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let first: u64 = std::env::var("XCD_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let seeds: Vec<u64> = (first..first + count).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_crate(dir.path(), &seeds);
+    let target = target_dir();
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--quiet"])
+        .current_dir(dir.path())
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "the kernels' crate builds: {}", String::from_utf8_lossy(&out.stderr));
+    let bin = target.join("debug").join("cpu-diff");
+    let mut failures = Vec::new();
+    for &seed in &seeds {
+        let kernel = kg::generate(seed);
+        let inputs: eval::Inputs = kg::inputs(seed, ITEMS);
+        let mut file = inputs.p.to_vec();
+        file.extend(&inputs.a);
+        file.extend(&inputs.b);
+        file.push(inputs.w.len() as u32);
+        file.extend(inputs.w.iter().map(|&x| x as u32));
+        let (input, output) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
+        std::fs::write(&input, bytes(&file)).expect("inputs");
+        let run = Command::new(&bin).arg(seed.to_string()).arg(&input).arg(&output).output().expect("the kernel runs");
+        assert!(run.status.success(), "seed {seed}: {}", String::from_utf8_lossy(&run.stderr));
+        let got = std::fs::read(&output).expect("outputs");
+        let (mut o, mut g) = (Vec::new(), Vec::new());
+        for (start, count) in TILES {
+            let (to, tg) = eval::run(&kernel, &inputs, start as usize, count);
+            o.extend(to);
+            g.extend(tg);
+        }
+        o.extend(g);
+        let want = bytes(&o);
+        if let Some(item) = (0..want.len() / 4).find(|&i| want[4 * i..4 * i + 4] != got[4 * i..4 * i + 4]) {
+            let word = |v: &[u8]| u32::from_le_bytes([v[4 * item], v[4 * item + 1], v[4 * item + 2], v[4 * item + 3]]);
+            let (array, at) = if item < ITEMS { ("o", item) } else { ("g", item - ITEMS) };
+            failures.push(format!(
+                "seed {seed}: {array}[{at}] is {:#010x}, the reference {:#010x}",
+                word(&got),
+                word(&want)
+            ));
+        }
+    }
+    eprintln!("cpu differential: {count} kernels from seed {first}, {} mismatches", failures.len());
+    assert!(failures.is_empty(), "generated CPU forms differ from the reference:\n{}", failures.join("\n"));
+}
