@@ -213,7 +213,14 @@ fn block_of_file(file: &Path, entry: Option<&str>, marks: &xcd_forms::Marks, id_
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("block");
     let entry = entry.unwrap_or(stem);
     match xcd_forms::describe(&wgsl, stem, entry, marks) {
-        Ok((desc, _)) => print_block(&desc, id_only),
+        Ok((desc, _)) => {
+            if !id_only {
+                // Beside the JSON, where `> file.json` leaves it in view: the id a REST client
+                // puts in the block's URLs.
+                eprintln!("xcrun: block {} has id {}", desc.name, desc.id());
+            }
+            print_block(&desc, id_only)
+        }
         Err(e) => {
             eprintln!("xcrun: {}: {e}", file.display());
             ExitCode::from(65)

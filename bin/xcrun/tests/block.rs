@@ -24,7 +24,10 @@ fn a_kernel_file_describes_the_same_block_as_the_example() {
         let example = stdout(&xcrun(&["block", name, "--wgsl", "--id"]));
         assert_eq!(from_file, example, "{name}: the file's block and the example's differ");
     }
-    let json = stdout(&xcrun(&["block", "--wgsl", &kernel("poly.wgsl")]));
+    let out = xcrun(&["block", "--wgsl", &kernel("poly.wgsl")]);
+    let id = stdout(&xcrun(&["block", "poly", "--wgsl", "--id"]));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), format!("xcrun: block poly has id {id}"));
+    let json = stdout(&out);
     let desc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(desc["arrays"][1]["role"], "whole", "the // xcd: whole mark: {json}");
     assert_eq!(desc["forms"]["ptx"], serde_json::Value::Null, "only the WGSL is carried: {json}");

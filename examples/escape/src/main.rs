@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use xcd_runtime::{Args, Par, RunOptions};
+use xcd_runtime::{Par, RunOptions};
 
 /// Iterate each pixel of a large image until it escapes, across this machine's devices.
 #[derive(Parser)]
@@ -60,8 +60,8 @@ fn run(cli: &Cli) -> Result<u64, String> {
     let progress = |done: u64| bar.set_position(done);
     let options = RunOptions { tile_items: None, progress: Some(&progress) };
     for _ in 0..cli.runs {
-        let args = Args::new().u32(cli.width).u32(cli.height).u32(cli.max_iter).output(&mut counts);
-        par.run_with(&xcd_kernels::escape(), n, args, &options).map_err(|e| e.to_string())?;
+        xcd_kernels::escape::run_with(&par, n, cli.width, cli.height, cli.max_iter, &mut counts, &options)
+            .map_err(|e| e.to_string())?;
     }
     bar.finish_and_clear();
 
