@@ -178,7 +178,12 @@ fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(total(&out), Some(want), "{stderr}");
-    assert!(stderr.contains("par: remote worker remote:"), "it was used: {stderr}");
+    // The daemon had tiles in hand when it died: the report names its worker stopping (whether
+    // any of its results arrived first depends on the machine's load, so that is not asked).
+    assert!(
+        stderr.lines().any(|l| l.contains(" remote:") && l.contains(" stopped (")),
+        "it was used and stopped: {stderr}"
+    );
     assert!(stderr.contains("its tiles ran on the other workers"), "the report says so: {stderr}");
 }
 
