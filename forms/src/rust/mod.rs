@@ -158,17 +158,7 @@ pub fn write(module: &Module, entry: &str, per_item: &[bool]) -> Result<String, 
         .iter()
         .find(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute)
         .ok_or_else(|| FormsError::NoEntry(entry.to_owned()))?;
-    let mut w = Writer {
-        module,
-        out: String::new(),
-        indent: 0,
-        struct_names: Vec::new(),
-        fn_names: Vec::new(),
-        arrays: Vec::new(),
-        uniform: None,
-        privates: Vec::new(),
-    };
-    w.name_items();
+    let mut w = Writer::new(module);
     w.structs()?;
     w.context()?;
     w.helpers()?;
@@ -182,21 +172,27 @@ pub fn write(module: &Module, entry: &str, per_item: &[bool]) -> Result<String, 
 
 /// The Rust element type of each storage array of a checked module, in binding order.
 pub fn array_types(module: &Module) -> Result<Vec<String>, FormsError> {
-    let mut w = Writer {
-        module,
-        out: String::new(),
-        indent: 0,
-        struct_names: Vec::new(),
-        fn_names: Vec::new(),
-        arrays: Vec::new(),
-        uniform: None,
-        privates: Vec::new(),
-    };
-    w.name_items();
+    let mut w = Writer::new(module);
     (0..w.arrays.len()).map(|k| w.array_elem(k).map(|(elem, _)| elem)).collect()
 }
 
-impl Writer<'_> {
+impl<'m> Writer<'m> {
+    /// A writer for `module`, its items named.
+    fn new(module: &'m Module) -> Self {
+        let mut w = Writer {
+            module,
+            out: String::new(),
+            indent: 0,
+            struct_names: Vec::new(),
+            fn_names: Vec::new(),
+            arrays: Vec::new(),
+            uniform: None,
+            privates: Vec::new(),
+        };
+        w.name_items();
+        w
+    }
+
     fn name_items(&mut self) {
         let mut taken: HashSet<String> = ["XcCtx".to_owned()].into();
         for (h, ty) in self.module.types.iter() {
