@@ -172,7 +172,7 @@ pub fn write(module: &Module, entry: &str, per_item: &[bool]) -> Result<String, 
 
 /// The Rust element type of each storage array of a checked module, in binding order.
 pub fn array_types(module: &Module) -> Result<Vec<String>, FormsError> {
-    let mut w = Writer::new(module);
+    let w = Writer::new(module);
     (0..w.arrays.len()).map(|k| w.array_elem(k).map(|(elem, _)| elem)).collect()
 }
 
