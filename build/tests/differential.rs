@@ -22,7 +22,59 @@ fn target_dir() -> PathBuf {
     exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").to_owned()
 }
 
-/// The crate: one block per kernel, and a main that runs kernel N's tiles on the inputs in a
+/// A kernel of the random kernels' interface whose continuing block reads a `let` of its loop's
+/// body, which a `continue` leaves: the CPU form must declare it before the body.
+const CORNER: &str = r#"struct Tile { start: u32, count: u32, first: u32, p0: u32, p1: i32, p2: f32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<i32>;
+@group(0) @binding(4) var<storage, read_write> o: array<u32>;
+@group(0) @binding(5) var<storage, read_write> g: array<f32>;
+
+@compute @workgroup_size(64)
+fn corner(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    var acc = 0u;
+    var k = 0u;
+    loop {
+        let step = (a[i] + k) % 3u;
+        if (step == 0u) {
+            k = k + 1u;
+            continue;
+        }
+        acc = acc + step * k;
+        continuing {
+            k = k + step;
+            break if k >= tile.p0 % 50u;
+        }
+    }
+    o[i] = acc;
+    g[i] = f32(k);
+}
+"#;
+
+/// [`CORNER`] in plain Rust, for one item.
+fn corner(a: u32, n: u32) -> (u32, f32) {
+    let (mut acc, mut k) = (0u32, 0u32);
+    loop {
+        let step = a.wrapping_add(k) % 3;
+        if step == 0 {
+            k = k.wrapping_add(1);
+        } else {
+            acc = acc.wrapping_add(step.wrapping_mul(k));
+        }
+        k = k.wrapping_add(step);
+        if k >= n % 50 {
+            return (acc, k as f32);
+        }
+    }
+}
+
+/// The crate: one block per kernel (and [`CORNER`], run as seed 0), and a main that runs kernel N's tiles on the inputs in a
 /// file and writes o and g.
 fn write_crate(dir: &Path, seeds: &[u64]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the checkout");
@@ -43,6 +95,9 @@ fn write_crate(dir: &Path, seeds: &[u64]) {
         let _ = writeln!(build, "        .file(\"wgsl/{name}.wgsl\").whole(\"{name}\", \"w\")");
         let _ = writeln!(table, "        {seed} => {name}::cpu,");
     }
+    std::fs::write(dir.join("wgsl/corner.wgsl"), CORNER).expect("kernel");
+    build.push_str("        .file(\"wgsl/corner.wgsl\").whole(\"corner\", \"w\")\n");
+    table.push_str("        0 => corner::cpu,\n");
     build.push_str("        .compile();\n}\n");
     std::fs::write(dir.join("build.rs"), build).expect("build.rs");
     let main = format!(
@@ -140,6 +195,20 @@ fn generated_cpu_forms_give_the_reference_bits() {
             ));
         }
     }
+    let inputs = kg::inputs(7, ITEMS);
+    let mut file = inputs.p.to_vec();
+    file.extend(&inputs.a);
+    file.extend(&inputs.b);
+    file.push(inputs.w.len() as u32);
+    file.extend(inputs.w.iter().map(|&x| x as u32));
+    let (input, output) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
+    std::fs::write(&input, bytes(&file)).expect("inputs");
+    let run = Command::new(&bin).arg("0").arg(&input).arg(&output).output().expect("the kernel runs");
+    assert!(run.status.success(), "corner: {}", String::from_utf8_lossy(&run.stderr));
+    let got = std::fs::read(&output).expect("outputs");
+    let (o, g): (Vec<u32>, Vec<u32>) =
+        inputs.a.iter().map(|&a| corner(a, inputs.p[0])).map(|(o, g)| (o, g.to_bits())).unzip();
+    assert_eq!(got, bytes(&[o, g].concat()), "the continuing block's reads of the body's let");
     eprintln!("cpu differential: {count} kernels from seed {first}, {} mismatches", failures.len());
     assert!(failures.is_empty(), "generated CPU forms differ from the reference:\n{}", failures.join("\n"));
 }

@@ -30,6 +30,9 @@ pub(crate) struct Frame<'f> {
     taken: HashSet<String>,
     labels: u32,
     targets: Vec<Target>,
+    /// Values of a loop body that its continuing block reads, declared before the body's
+    /// labelled block (which `continue` leaves) and assigned where the body computes them.
+    hoisted: std::collections::HashMap<Handle<Expression>, String>,
 }
 
 impl Frame<'_> {
@@ -104,6 +107,7 @@ pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle
         taken: ["xc", "xc_gid", "xc_at"].iter().map(|s| s.to_string()).collect(),
         labels: 0,
         targets: Vec::new(),
+        hoisted: std::collections::HashMap::new(),
     };
     let mut params = vec!["xc: &mut XcCtx<'_>".to_owned()];
     for (i, arg) in fun.arguments.iter().enumerate() {
@@ -184,6 +188,11 @@ impl<'f> Frame<'f> {
                         continue;
                     }
                     let value = self.compute(w, h)?;
+                    if let Some(name) = self.hoisted.remove(&h) {
+                        w.line(format!("{name} = {value};"));
+                        self.names[h.index()] = Some(name);
+                        continue;
+                    }
                     let ty = self.type_of(w, h)?;
                     let wgsl = self.fun.named_expressions.get(&h).map(String::as_str);
                     let name = self.fresh(wgsl, format!("xc_e{}", h.index()));
@@ -213,6 +222,9 @@ impl<'f> Frame<'f> {
                 let body_label = needs_body_label.then(|| self.label("body"));
                 w.line(format!("{label}: loop {{"));
                 w.indent += 1;
+                if body_label.is_some() {
+                    self.hoist(w, body, continuing, break_if)?;
+                }
                 self.targets.push(Target::Loop { label: label.clone(), body: body_label.clone() });
                 match &body_label {
                     Some(b) => self.braced(w, format!("{b}: "), body)?,
@@ -298,6 +310,49 @@ impl<'f> Frame<'f> {
         Ok(())
     }
 
+    /// Declares, before a loop body wrapped in a labelled block, the values the body computes at
+    /// its top level that the continuing block or `break if` reads: out of the block they would
+    /// be out of scope. (WGSL lets continuing read the body's `let`s that no `continue` skips.)
+    fn hoist(
+        &mut self,
+        w: &mut Writer<'_>,
+        body: &naga::Block,
+        continuing: &naga::Block,
+        break_if: Option<Handle<Expression>>,
+    ) -> Result<(), FormsError> {
+        let in_body: Vec<Handle<Expression>> = body
+            .iter()
+            .filter_map(|s| match s {
+                Statement::Emit(range) => Some(range.clone()),
+                _ => None,
+            })
+            .flatten()
+            .filter(|&h| !is_pointer(&self.inner(w, h)))
+            .collect();
+        // What continuing reads, through pointers and inline expressions, up to the body's
+        // values (each a name of its own, whatever it was computed from).
+        let mut wanted = HashSet::new();
+        let mut roots: Vec<Handle<Expression>> = break_if.into_iter().collect();
+        statement_roots(continuing, &mut roots);
+        while let Some(h) = roots.pop() {
+            if wanted.insert(h) && !in_body.contains(&h) {
+                roots.extend(operands(&self.fun.expressions[h]));
+            }
+        }
+        for h in in_body.into_iter().filter(|h| wanted.contains(h)) {
+            let ty = self.type_of(w, h)?;
+            let zero = match self.types[h] {
+                naga::proc::TypeResolution::Handle(t) => w.zero(t)?,
+                naga::proc::TypeResolution::Value(ref inner) => w.zero_inner(inner)?,
+            };
+            let wgsl = self.fun.named_expressions.get(&h).map(String::as_str);
+            let name = self.fresh(wgsl, format!("xc_e{}", h.index()));
+            w.line(format!("let mut {name}: {ty} = {zero};"));
+            self.hoisted.insert(h, name);
+        }
+        Ok(())
+    }
+
     fn switch(
         &mut self,
         w: &mut Writer<'_>,
@@ -361,4 +416,52 @@ fn continues(block: &naga::Block) -> bool {
         Statement::Switch { cases, .. } => cases.iter().any(|c| continues(&c.body)),
         _ => false,
     })
+}
+
+/// The expressions a block's statements use directly (emitted ones included).
+fn statement_roots(block: &naga::Block, out: &mut Vec<Handle<Expression>>) {
+    for statement in block {
+        match *statement {
+            Statement::Emit(ref range) => out.extend(range.clone()),
+            Statement::Block(ref b) => statement_roots(b, out),
+            Statement::If { condition, ref accept, ref reject } => {
+                out.push(condition);
+                statement_roots(accept, out);
+                statement_roots(reject, out);
+            }
+            Statement::Switch { selector, ref cases } => {
+                out.push(selector);
+                cases.iter().for_each(|c| statement_roots(&c.body, out));
+            }
+            Statement::Loop { ref body, ref continuing, break_if } => {
+                statement_roots(body, out);
+                statement_roots(continuing, out);
+                out.extend(break_if);
+            }
+            Statement::Return { value } => out.extend(value),
+            Statement::Store { pointer, value } => out.extend([pointer, value]),
+            Statement::Call { ref arguments, .. } => out.extend(arguments.iter().copied()),
+            _ => {}
+        }
+    }
+}
+
+/// The expressions an expression reads.
+fn operands(e: &Expression) -> Vec<Handle<Expression>> {
+    use Expression as E;
+    match *e {
+        E::Access { base, index } => vec![base, index],
+        E::AccessIndex { base, .. } => vec![base],
+        E::Splat { value, .. } => vec![value],
+        E::Swizzle { vector, .. } => vec![vector],
+        E::Compose { ref components, .. } => components.clone(),
+        E::Load { pointer } => vec![pointer],
+        E::Unary { expr, .. } | E::As { expr, .. } => vec![expr],
+        E::Binary { left, right, .. } => vec![left, right],
+        E::Select { condition, accept, reject } => vec![condition, accept, reject],
+        E::Relational { argument, .. } => vec![argument],
+        E::Math { arg, arg1, arg2, arg3, .. } => [Some(arg), arg1, arg2, arg3].into_iter().flatten().collect(),
+        E::ArrayLength(pointer) => vec![pointer],
+        _ => Vec::new(),
+    }
 }
