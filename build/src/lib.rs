@@ -135,6 +135,8 @@ impl Builder {
 
     /// Makes every block, or says why not (for a caller that reports errors itself).
     pub fn generate(&self) -> Result<(), BuildError> {
+        // Cargo sets OUT_DIR for a build script as it runs: then it is told what to watch.
+        let in_build_script = std::env::var_os("OUT_DIR").is_some();
         let out = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(BuildError::NoOutDir)?),
@@ -146,7 +148,7 @@ impl Builder {
         let mut names: Vec<(String, String)> = Vec::new();
         for file in &self.files {
             let path = file.display().to_string();
-            if self.out_dir.is_none() {
+            if in_build_script {
                 println!("cargo::rerun-if-changed={path}");
             }
             let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
