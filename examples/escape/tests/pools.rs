@@ -172,18 +172,15 @@ fn a_pool_daemon_stopped_mid_run_leaves_the_same_total() {
         .spawn()
         .expect("escape starts");
     // Kill the daemon once it has served a few tiles (its metrics, read inside its namespace).
-    daemon.wait_for_tiles(SECRET, 3.0);
+    // Four: the program keeps three tiles in flight, so a fourth was sent only after a result
+    // came back (and was timed, which sets the tiles' deadline).
+    daemon.wait_for_tiles(SECRET, 4.0);
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
     let out = child.wait_with_output().expect("escape ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(total(&out), Some(want), "{stderr}");
-    // The daemon had tiles in hand when it died: the report names its worker stopping (whether
-    // any of its results arrived first depends on the machine's load, so that is not asked).
-    assert!(
-        stderr.lines().any(|l| l.contains(" remote:") && l.contains(" stopped (")),
-        "it was used and stopped: {stderr}"
-    );
+    assert!(stderr.contains("par: remote worker remote:"), "it was used: {stderr}");
     assert!(stderr.contains("its tiles ran on the other workers"), "the report says so: {stderr}");
 }
 

@@ -195,7 +195,9 @@ fn a_daemon_lost_mid_run(signal: nix::sys::signal::Signal, said: &str) {
         .spawn()
         .expect("escape starts");
     // Kill it once it has served a few tiles, while the run is under way.
-    daemon.wait_for_tiles(SECRET, 3.0);
+    // Four: the program keeps three tiles in flight, so a fourth was sent only after a result
+    // came back (and was timed, which sets the tiles' deadline).
+    daemon.wait_for_tiles(SECRET, 4.0);
     daemon.signal(signal);
     let out = child.wait_with_output().expect("escape ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
