@@ -8,7 +8,8 @@
 //! GPU API itself.
 //!
 //! Layout:
-//! - [`block`]: [`Block`] (description + CPU form) and [`CpuTile`];
+//! - [`block`]: [`Block`] (description + CPU form) and [`CpuTile`]; [`include_blocks!`] brings in
+//!   the block modules `xcd-build` writes, which name [`wire`]'s types;
 //! - [`args`]: [`Args`], a run's parameters and arrays;
 //! - [`worker`]: the CPU worker and the GPU worker;
 //! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
@@ -46,6 +47,13 @@ pub use schedule::{RunOptions, WorkerStats};
 pub use settings::{ParMode, Settings, WorkerChoice};
 
 use xcd_engine::WholeArray;
+use xcd_wire::DescError;
+
+use crate::args::ArrayArg;
+use crate::placement::{Choice, Kinds};
+use crate::remote::RemoteError;
+use crate::schedule::{Done, Work};
+use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
 
 /// Includes the blocks `xcd-build` made in this crate's `build.rs`: one module per WGSL file,
 /// each with `block()`, `desc()`, the typed `run` and `run_with`, and the CPU form `cpu`.
@@ -55,13 +63,6 @@ macro_rules! include_blocks {
         include!(concat!(env!("OUT_DIR"), "/xcd_blocks.rs"));
     };
 }
-use xcd_wire::DescError;
-
-use crate::args::ArrayArg;
-use crate::placement::{Choice, Kinds};
-use crate::remote::RemoteError;
-use crate::schedule::{Done, Work};
-use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
 
 /// Why a run could not complete.
 #[derive(Debug, thiserror::Error)]
