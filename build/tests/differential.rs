@@ -147,6 +147,20 @@ fn bytes(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
+/// Runs kernel `seed` (0: [`CORNER`]) of the crate's binary on `inputs`; o then g, as bytes.
+fn run_kernel(bin: &Path, dir: &Path, seed: u64, inputs: &eval::Inputs) -> Vec<u8> {
+    let mut file = inputs.p.to_vec();
+    file.extend(&inputs.a);
+    file.extend(&inputs.b);
+    file.push(inputs.w.len() as u32);
+    file.extend(inputs.w.iter().map(|&x| x as u32));
+    let (input, output) = (dir.join("in.bin"), dir.join("out.bin"));
+    std::fs::write(&input, bytes(&file)).expect("inputs");
+    let run = Command::new(bin).arg(seed.to_string()).arg(&input).arg(&output).output().expect("the kernel runs");
+    assert!(run.status.success(), "kernel {seed}: {}", String::from_utf8_lossy(&run.stderr));
+    std::fs::read(&output).expect("outputs")
+}
+
 #[test]
 fn generated_cpu_forms_give_the_reference_bits() {
     let count: u64 = std::env::var("XCD_DIFF_CPU_KERNELS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
@@ -167,16 +181,7 @@ fn generated_cpu_forms_give_the_reference_bits() {
     for &seed in &seeds {
         let kernel = kg::generate(seed);
         let inputs: eval::Inputs = kg::inputs(seed, ITEMS);
-        let mut file = inputs.p.to_vec();
-        file.extend(&inputs.a);
-        file.extend(&inputs.b);
-        file.push(inputs.w.len() as u32);
-        file.extend(inputs.w.iter().map(|&x| x as u32));
-        let (input, output) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
-        std::fs::write(&input, bytes(&file)).expect("inputs");
-        let run = Command::new(&bin).arg(seed.to_string()).arg(&input).arg(&output).output().expect("the kernel runs");
-        assert!(run.status.success(), "seed {seed}: {}", String::from_utf8_lossy(&run.stderr));
-        let got = std::fs::read(&output).expect("outputs");
+        let got = run_kernel(&bin, dir.path(), seed, &inputs);
         let (mut o, mut g) = (Vec::new(), Vec::new());
         for (start, count) in TILES {
             let (to, tg) = eval::run(&kernel, &inputs, start as usize, count);
@@ -196,16 +201,7 @@ fn generated_cpu_forms_give_the_reference_bits() {
         }
     }
     let inputs = kg::inputs(7, ITEMS);
-    let mut file = inputs.p.to_vec();
-    file.extend(&inputs.a);
-    file.extend(&inputs.b);
-    file.push(inputs.w.len() as u32);
-    file.extend(inputs.w.iter().map(|&x| x as u32));
-    let (input, output) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
-    std::fs::write(&input, bytes(&file)).expect("inputs");
-    let run = Command::new(&bin).arg("0").arg(&input).arg(&output).output().expect("the kernel runs");
-    assert!(run.status.success(), "corner: {}", String::from_utf8_lossy(&run.stderr));
-    let got = std::fs::read(&output).expect("outputs");
+    let got = run_kernel(&bin, dir.path(), 0, &inputs);
     let (o, g): (Vec<u32>, Vec<u32>) =
         inputs.a.iter().map(|&a| corner(a, inputs.p[0])).map(|(o, g)| (o, g.to_bits())).unzip();
     assert_eq!(got, bytes(&[o, g].concat()), "the continuing block's reads of the body's let");
