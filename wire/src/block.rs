@@ -131,6 +131,14 @@ pub enum DescError {
     /// A block with no form at all.
     #[error("block {0} carries no kernel form")]
     NoForms(String),
+    /// A NUL byte in the entry point's name or a text form (a driver takes them as C strings).
+    #[error("block {name}: its {what} holds a NUL byte; names and kernel text are NUL-free UTF-8")]
+    NulByte {
+        /// Block name.
+        name: String,
+        /// Where: "entry point" or "<form> form".
+        what: &'static str,
+    },
 }
 
 impl BlockDesc {
@@ -156,6 +164,15 @@ impl BlockDesc {
         }
         if self.forms.kinds().is_empty() {
             return Err(DescError::NoForms(name()));
+        }
+        let texts = [
+            ("entry point", Some(&self.entry)),
+            ("WGSL form", self.forms.wgsl.as_ref()),
+            ("MSL form", self.forms.msl.as_ref()),
+            ("PTX form", self.forms.ptx.as_ref()),
+        ];
+        if let Some((what, _)) = texts.iter().find(|(_, text)| text.is_some_and(|t| t.contains('\0'))) {
+            return Err(DescError::NulByte { name: name(), what });
         }
         Ok(())
     }
@@ -253,6 +270,20 @@ mod tests {
         let text = serde_json::to_string(&a.id()).expect("id serialises");
         let back: BlockId = serde_json::from_str(&text).expect("id parses");
         assert_eq!(back, a.id());
+    }
+
+    #[test]
+    fn nul_bytes_in_names_and_text_forms_are_refused() {
+        let mut d = desc();
+        d.entry = "ma\0in".into();
+        assert_eq!(d.validate(), Err(DescError::NulByte { name: "copy".into(), what: "entry point" }));
+        let mut d = desc();
+        d.forms.ptx = Some(".version 6.0\0".into());
+        let e = d.validate().expect_err("a NUL in the PTX");
+        assert_eq!(
+            e.to_string(),
+            "block copy: its PTX form holds a NUL byte; names and kernel text are NUL-free UTF-8"
+        );
     }
 
     #[test]

@@ -287,6 +287,24 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         .await
     );
     case!(
+        "a NUL byte in the entry point",
+        "bad_request",
+        outcome(post("/v1/blocks").body(block_json(&|v| v["entry"] = "esc\0ape".into())).send().await.expect("sent"))
+            .await
+    );
+    case!(
+        "a NUL byte in the PTX form",
+        "bad_request",
+        outcome(
+            post("/v1/blocks")
+                .body(block_json(&|v| v["forms"]["ptx"] = ".version 6.0\0".into()))
+                .send()
+                .await
+                .expect("sent")
+        )
+        .await
+    );
+    case!(
         "an entry point the kernel lacks",
         "load_failed",
         outcome(post("/v1/blocks").body(block_json(&|v| v["entry"] = "nowhere".into())).send().await.expect("sent"))
@@ -583,6 +601,7 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     let reserved = detail("a frame tagged 0xFFFFFFFF, the daemon's own tag");
     assert!(reserved.starts_with("tag 4294967294: tag 0xffffffff is reserved"), "answered as unanswerable: {reserved}");
     assert!(detail("a block id that is not hex").contains("64 hex digits"));
+    assert!(detail("a NUL byte in the PTX form").contains("its PTX form holds a NUL byte"));
     assert!(good >= 5 && bad == 0, "the canary: {good} right, {bad} wrong");
     assert!(rss_after < rss_before + 256 * 1024, "memory grew from {rss_before} to {rss_after} KiB");
     let health = xcd_e2e::client().get(daemon.url("/healthz")).send().await.expect("still serving");
