@@ -57,9 +57,19 @@ pub enum EngineError {
         /// Largest buffer the device binds.
         max: u64,
     },
-    /// The device ran out of memory.
-    #[error("{0} is out of memory")]
-    OutOfMemory(String),
+    /// The device has no room for the tile's buffers, with everything it keeps let go.
+    #[error(
+        "{device} has no room for {needed} bytes of buffers ({free} free for work): use smaller tiles or blocks, or run elsewhere"
+    )]
+    OutOfMemory {
+        /// Device id.
+        device: String,
+        /// Bytes the tile needed at once.
+        needed: u64,
+        /// Bytes free for work: what the driver says is free, and what the device keeps that it
+        /// would let go.
+        free: u64,
+    },
     /// The kernel failed on the device.
     #[error("{device} failed running block {block}: {reason}")]
     Launch {

@@ -12,14 +12,18 @@
 //! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms, and
 //!   `vulkan_hal`, what it reads of a Vulkan device through wgpu's HAL (memory, float controls);
 //! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
-//! - [`whole`]: the whole arrays each device keeps, bounded by count and bytes;
+//! - [`whole`]: the whole arrays each device keeps, bounded by count and bytes, and `memory`,
+//!   a device's buffers held to a byte budget (CUDA's);
+//! - `probe`: the small kernel a device must run right before it serves again;
 //! - [`error`]: [`EngineError`], small and actionable.
 
 pub mod cuda_backend;
 pub mod error;
 pub mod forms;
 pub mod job;
+mod memory;
 pub mod owner;
+mod probe;
 mod vulkan_hal;
 pub mod wgpu_backend;
 pub mod whole;
@@ -75,14 +79,10 @@ pub fn discover() -> Inventory {
 pub fn discover_with(options: Options) -> Inventory {
     let tile_deadline = options.tile_deadline;
     let mut inventory = Inventory::default();
-    let cuda = if options.cuda {
-        cuda_backend::discover(options.forms, options.whole_bytes)
-    } else {
-        Found { devices: Vec::new(), notes: Vec::new() }
-    };
+    let cuda = if options.cuda { cuda_backend::discover(options.forms, options.whole_bytes) } else { Found::default() };
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
-    let gpus = wgpu_backend::discover(have_cuda, options.forms, options.whole_bytes);
+    let gpus = wgpu_backend::discover(&cuda.served, options.forms, options.whole_bytes);
     inventory.notes.extend(gpus.notes);
 
     let mut backends: Vec<Box<dyn Backend>> = cuda.devices;
@@ -99,7 +99,17 @@ pub fn discover_with(options: Options) -> Inventory {
 }
 
 /// Discovery's result for one backend.
+#[derive(Default)]
 pub(crate) struct Found {
     pub(crate) devices: Vec<Box<dyn Backend>>,
     pub(crate) notes: Vec<String>,
+    /// The GPUs it serves, so that another backend leaves them alone.
+    pub(crate) served: Vec<Served>,
+}
+
+/// A GPU that one backend serves: its name and PCI address (`dddd:bb:dd.f`, where told).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Served {
+    pub(crate) name: String,
+    pub(crate) pci_bus: Option<String>,
 }

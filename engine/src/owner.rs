@@ -35,7 +35,8 @@ use crate::{EngineError, TileJob, TileOutput};
 pub trait Backend: Send + 'static {
     /// The device's description, as discovered.
     fn info(&self) -> &DeviceInfo;
-    /// Free device memory now, in bytes, where the driver tells.
+    /// Device memory free for work now, in bytes, where the driver tells: what the driver says
+    /// is free, and what the device keeps between tiles that it would let go for work.
     fn memory_free(&mut self) -> Option<u64>;
     /// Compiles the block's kernel for this device from the form it takes.
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError>;

@@ -49,12 +49,39 @@ impl<B> WholeCache<B> {
 
     /// Drops the least recently used until one more array of `bytes` fits.
     pub(crate) fn make_room(&mut self, bytes: u64) {
-        while !self.held.is_empty() && (self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > self.kept) {
-            let oldest = self.held.iter().min_by_key(|(_, held)| held.last).map(|(hash, _)| *hash);
-            if let Some(held) = oldest.and_then(|hash| self.held.remove(&hash)) {
-                self.bytes -= held.bytes;
+        self.make_room_keeping(bytes, &[]);
+    }
+
+    /// Drops the least recently used other than those in `keep` until one more array of `bytes`
+    /// fits, or only those are left.
+    pub(crate) fn make_room_keeping(&mut self, bytes: u64, keep: &[[u8; 32]]) {
+        while self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > self.kept {
+            if !self.drop_oldest(keep) {
+                return;
             }
         }
+    }
+
+    /// Drops the least recently used array not in `keep`; false when there is none.
+    pub(crate) fn drop_oldest(&mut self, keep: &[[u8; 32]]) -> bool {
+        let oldest = self
+            .held
+            .iter()
+            .filter(|(hash, _)| !keep.contains(hash))
+            .min_by_key(|(_, held)| held.last)
+            .map(|(hash, _)| *hash);
+        match oldest.and_then(|hash| self.held.remove(&hash)) {
+            Some(held) => {
+                self.bytes -= held.bytes;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bytes held of the arrays in `hashes`.
+    pub(crate) fn bytes_of(&self, hashes: &[[u8; 32]]) -> u64 {
+        hashes.iter().filter_map(|h| self.held.get(h)).map(|held| held.bytes).sum()
     }
 
     /// Keeps `buffer` for `hash` (after [`WholeCache::make_room`]).
@@ -66,19 +93,13 @@ impl<B> WholeCache<B> {
         self.bytes += bytes;
     }
 
-    /// Bytes kept at most.
-    pub(crate) fn kept(&self) -> u64 {
-        self.kept
-    }
-
     /// Everything held, leaving this cache empty (its bound as it was).
     pub(crate) fn take(&mut self) -> Self {
         std::mem::replace(self, WholeCache::new(self.kept))
     }
 
     /// Bytes held.
-    #[cfg(test)]
-    fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 }

@@ -380,7 +380,11 @@ mod tests {
         fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
             assert!(tile.tile.count <= self.max_tile, "a tile over the worker's limit");
             if self.seen.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_at {
-                return Err(WorkerError::Engine(xcd_engine::EngineError::OutOfMemory("flaky".into())));
+                return Err(WorkerError::Engine(xcd_engine::EngineError::OutOfMemory {
+                    device: "flaky".into(),
+                    needed: 1,
+                    free: 0,
+                }));
             }
             self.cpu.run_tile(ctx, tile)
         }

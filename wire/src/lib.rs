@@ -24,7 +24,7 @@ pub mod tile;
 pub mod trace;
 
 pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
-pub use device::{BackendKind, DeviceInfo};
+pub use device::{BackendKind, DeviceInfo, pci_address};
 pub use forms::{FormKind, Forms};
 pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};

@@ -51,7 +51,7 @@ pub(crate) fn engine_error(e: EngineError) -> ApiError {
         EngineError::BadJob(m) => ApiError::BadFrame(m),
         EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
         EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
-        EngineError::OutOfMemory(device) => ApiError::DeclinedMemory { device, needed: 0, free: 0 },
+        EngineError::OutOfMemory { device, needed, free } => ApiError::DeclinedMemory { device, needed, free },
         EngineError::Launch { .. }
         | EngineError::DeviceLost { .. }
         | EngineError::Deadline { .. }

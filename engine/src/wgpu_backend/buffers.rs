@@ -127,8 +127,11 @@ fn plus_one(@builtin(global_invocation_id) gid: vec3<u32>) {
 "#;
 
     fn block(name: &str) -> (BlockId, BlockDesc) {
-        let array =
-            |name: &str, access| ArraySpec { name: name.into(), elem_size: 4, role: ArrayRole::PerItem(access) };
+        let array = |name: &str, access| ArraySpec {
+            name: name.into(),
+            elem_size: 4,
+            role: xcd_wire::ArrayRole::PerItem(access),
+        };
         let desc = BlockDesc {
             name: name.into(),
             entry: "plus_one".into(),
@@ -165,7 +168,9 @@ fn plus_one(@builtin(global_invocation_id) gid: vec3<u32>) {
             eprintln!("skipped: no Vulkan device");
             return;
         };
-        let mut device = WgpuDevice::open(adapter, BackendKind::Vulkan, FormPolicy::Remake, 1 << 20).expect("opens");
+        let mut device =
+            WgpuDevice::open(adapter, "vulkan:test".into(), BackendKind::Vulkan, FormPolicy::Remake, 1 << 20)
+                .expect("opens");
         // Each block's buffers at 65,536 items: 256 KiB in, 256 KiB out, 256 KiB read back.
         device.tile_buffers_kept = 1 << 20;
         let (one, two, three) = (block("one"), block("two"), block("three"));

@@ -26,12 +26,12 @@ use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
+use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
 
 use crate::forms::{FormPolicy, Source};
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
 use crate::whole::WholeCache;
-use crate::{Backend, EngineError, Found, TileJob, TileOutput};
+use crate::{Backend, EngineError, Found, Served, TileJob, TileOutput};
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
 const SLOT_BYTES: u64 = 256;
@@ -39,9 +39,9 @@ const SLOT_BYTES: u64 = 256;
 mod buffers;
 pub use buffers::TILE_BUFFERS_KEPT;
 
-/// Finds wgpu adapters. With `skip_nvidia`, NVIDIA adapters are left to the CUDA backend.
-pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy, whole_bytes: u64) -> Found {
-    let mut found = Found { devices: Vec::new(), notes: Vec::new() };
+/// Finds wgpu adapters, leaving to CUDA the NVIDIA GPUs it serves (`cuda`).
+pub(crate) fn discover(cuda: &[Served], policy: FormPolicy, whole_bytes: u64) -> Found {
+    let mut found = Found::default();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::PRIMARY,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
@@ -50,20 +50,48 @@ pub(crate) fn discover(skip_nvidia: bool, policy: FormPolicy, whole_bytes: u64) 
     if adapters.is_empty() {
         found.notes.push("vulkan: no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers)".into());
     }
-    for adapter in adapters {
-        let info = adapter.get_info();
-        let Some(backend) = backend_kind(info.backend) else { continue };
-        let id = DeviceInfo::make_id(backend, &info.name);
-        if skip_nvidia && info.vendor == 0x10de {
+    let adapters: Vec<(wgpu::Adapter, wgpu::AdapterInfo, BackendKind)> = adapters
+        .into_iter()
+        .filter_map(|adapter| {
+            let info = adapter.get_info();
+            backend_kind(info.backend).map(|backend| (adapter, info, backend))
+        })
+        .collect();
+    let names: Vec<xcd_wire::device::Found<'_>> = adapters
+        .iter()
+        .map(|(_, info, backend)| xcd_wire::device::Found {
+            backend: *backend,
+            name: &info.name,
+            pci_bus: Some(info.device_pci_bus_id.as_str()),
+        })
+        .collect();
+    let ids = DeviceInfo::ids(&names);
+    for ((adapter, info, backend), id) in adapters.into_iter().zip(ids) {
+        if served_by_cuda(info.vendor, &info.name, &info.device_pci_bus_id, cuda) {
             found.notes.push(format!("{id}: not served, CUDA serves this GPU"));
             continue;
         }
-        match WgpuDevice::open(adapter, backend, policy, whole_bytes) {
+        match WgpuDevice::open(adapter, id.clone(), backend, policy, whole_bytes) {
             Ok(device) => found.devices.push(Box::new(device)),
             Err(e) => found.notes.push(format!("{id}: cannot open: {e}")),
         }
     }
     found
+}
+
+/// Whether CUDA already serves an adapter: an NVIDIA one at a PCI address that CUDA serves, or,
+/// where either side tells no address, of a name that CUDA serves. A GPU that CUDA did not open
+/// (too old for its PTX, say) is served through Vulkan instead.
+fn served_by_cuda(vendor: u32, name: &str, pci_bus: &str, cuda: &[Served]) -> bool {
+    const NVIDIA: u32 = 0x10de;
+    if vendor != NVIDIA {
+        return false;
+    }
+    let bus = xcd_wire::pci_address(pci_bus);
+    cuda.iter().any(|served| match (&bus, &served.pci_bus) {
+        (Some(bus), Some(theirs)) => bus == theirs,
+        _ => served.name == name,
+    })
 }
 
 fn backend_kind(backend: wgpu::Backend) -> Option<BackendKind> {
@@ -124,6 +152,7 @@ struct Kernel {
 impl WgpuDevice {
     fn open(
         adapter: wgpu::Adapter,
+        id: String,
         backend: BackendKind,
         policy: FormPolicy,
         whole_bytes: u64,
@@ -135,7 +164,7 @@ impl WgpuDevice {
         let (memory_total, memory_free) = memory(&adapter);
         let floats = float_controls(&adapter);
         let info = DeviceInfo {
-            id: DeviceInfo::make_id(backend, &info.name),
+            id,
             backend,
             name: info.name.clone(),
             cpu: info.device_type == wgpu::DeviceType::Cpu,
@@ -225,8 +254,19 @@ impl WgpuDevice {
         }
     }
 
-    /// Runs `f` inside error scopes and turns what the device reports into an [`EngineError`].
-    fn scoped<T>(&self, f: impl FnOnce() -> T, fail: impl Fn(String) -> EngineError) -> Result<T, EngineError> {
+    /// Bytes this device keeps that it would let go for work: tile buffers and whole arrays.
+    fn kept(&self) -> u64 {
+        self.kernels.values().map(|k| k.held).sum::<u64>() + self.whole.bytes()
+    }
+
+    /// Runs `f`, which needs `needed` bytes of buffers at once, inside error scopes, and turns
+    /// what the device reports into an [`EngineError`].
+    fn scoped<T>(
+        &self,
+        needed: u64,
+        f: impl FnOnce() -> T,
+        fail: impl Fn(String) -> EngineError,
+    ) -> Result<T, EngineError> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
@@ -235,7 +275,8 @@ impl WgpuDevice {
         let validation = pollster::block_on(validation.pop());
         let oom = pollster::block_on(oom.pop());
         if oom.is_some() {
-            return Err(EngineError::OutOfMemory(self.info.id.clone()));
+            let free = memory(&self.adapter).1.unwrap_or(0) + self.kept();
+            return Err(EngineError::OutOfMemory { device: self.info.id.clone(), needed, free });
         }
         match validation.or(internal) {
             Some(error) => Err(fail(error.to_string())),
@@ -254,58 +295,15 @@ fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue)
     .map_err(|e| e.to_string())
 }
 
-/// The kernel a reopened device must run before it serves again: `y[i] = i + 1`.
-const PROBE: &str = r#"
-struct Tile { start: u32, count: u32, first: u32 }
-@group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-@compute @workgroup_size(64)
-fn probe(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) { return; }
-    y[i] = tile.start + i + 1u;
-}
-"#;
-/// How long the probe may take on a reopened device.
-const PROBE_DEADLINE: Duration = Duration::from_secs(10);
-
 impl WgpuDevice {
-    /// Runs [`PROBE`] on this device: the check that it computes again.
+    /// Runs the probe ([`crate::probe`]) on this device: the check that it computes again.
     fn probe(&mut self) -> Result<(), String> {
-        let desc = BlockDesc {
-            name: "probe".into(),
-            entry: "probe".into(),
-            arrays: vec![xcd_wire::ArraySpec {
-                name: "y".into(),
-                elem_size: 4,
-                role: ArrayRole::PerItem(xcd_wire::Access::Out),
-            }],
-            params: Vec::new(),
-            forms: xcd_wire::Forms { wgsl: Some(PROBE.into()), ..Default::default() },
-        };
-        let id = desc.id();
-        self.load(id, &desc).map_err(|e| e.to_string())?;
-        let count = 1000u32;
-        let job = TileJob {
-            block: id,
-            tile: xcd_wire::Tile { start: 0, count },
-            params: Vec::new(),
-            inputs: Vec::new(),
-            whole: Vec::new(),
-        };
-        let out = self.run(&desc, &job, PROBE_DEADLINE).map_err(|e| match e {
-            EngineError::Deadline { .. } => format!(
-                "a reopened device did not run a small check kernel within {} s: the kernel that ran too long still holds it",
-                PROBE_DEADLINE.as_secs()
-            ),
-            other => other.to_string(),
-        })?;
-        self.kernels.remove(&id);
-        let want: Vec<u8> = (1..=count).flat_map(u32::to_le_bytes).collect();
-        if out.outputs.first() != Some(&want) {
-            return Err("the reopened device computes wrong results".into());
-        }
-        Ok(())
+        let desc = crate::probe::block();
+        let job = crate::probe::job(&desc);
+        self.load(job.block, &desc).map_err(|e| e.to_string())?;
+        // On failure the device is stuck, and the caller lets its kernels go without a drop.
+        crate::probe::check(self.run(&desc, &job, crate::probe::DEADLINE))
+            .map(|()| drop(self.kernels.remove(&job.block)))
     }
 }
 
@@ -315,7 +313,7 @@ impl Backend for WgpuDevice {
     }
 
     fn memory_free(&mut self) -> Option<u64> {
-        memory(&self.adapter).1
+        memory(&self.adapter).1.map(|free| free + self.kept())
     }
 
     fn recover(&mut self) -> Result<(), String> {
@@ -373,6 +371,7 @@ impl Backend for WgpuDevice {
             });
         }
         let (pipeline, layout) = self.scoped(
+            SLOT_BYTES,
             || {
                 let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some(&desc.name),
@@ -461,7 +460,9 @@ impl Backend for WgpuDevice {
         let device = &self.device;
         let queue = &self.queue;
 
+        let needed = kernel.held + job.whole.iter().map(|w| w.data.len() as u64).sum::<u64>();
         let readback_slice = self.scoped(
+            needed,
             || {
                 queue.write_buffer(&kernel.uniform, 0, &uniform_bytes);
                 if let Some(cut) = &kernel.cut {
@@ -589,5 +590,29 @@ impl Backend for WgpuDevice {
             });
         }
         Ok(TileOutput { outputs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(name: &str, pci_bus: Option<&str>) -> Served {
+        Served { name: name.into(), pci_bus: pci_bus.map(Into::into) }
+    }
+
+    #[test]
+    fn only_the_nvidia_gpus_that_cuda_serves_are_left_to_it() {
+        const NVIDIA: u32 = 0x10de;
+        let cuda = [served("NVIDIA H200", Some("0000:1b:00.0")), served("NVIDIA H200", Some("0000:43:00.0"))];
+        assert!(served_by_cuda(NVIDIA, "NVIDIA H200", "0000:1b:00.0", &cuda));
+        assert!(!served_by_cuda(NVIDIA, "NVIDIA H200", "0000:52:00.0", &cuda), "a GPU CUDA did not open");
+        assert!(!served_by_cuda(0x1002, "NVIDIA H200", "0000:1b:00.0", &cuda), "not NVIDIA's");
+        // A Pascal card that CUDA refused (too old for the PTX) is served through Vulkan.
+        assert!(!served_by_cuda(NVIDIA, "NVIDIA GeForce GTX 1080", "0000:02:00.0", &[]));
+        // Without an address on one side, the name decides.
+        assert!(served_by_cuda(NVIDIA, "NVIDIA H200", "", &cuda));
+        assert!(served_by_cuda(NVIDIA, "NVIDIA L4", "0000:07:00.0", &[served("NVIDIA L4", None)]));
+        assert!(!served_by_cuda(NVIDIA, "NVIDIA L4", "", &[served("NVIDIA T4", None)]));
     }
 }
