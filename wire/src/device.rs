@@ -44,7 +44,9 @@ pub struct DeviceInfo {
     pub cpu: bool,
     /// Device memory in bytes, where the driver tells.
     pub memory_total: Option<u64>,
-    /// Free device memory in bytes, where the driver tells (VK_EXT_memory_budget, CUDA).
+    /// Device memory free for work in bytes, where the driver tells (VK_EXT_memory_budget,
+    /// CUDA): what is free, and what the device keeps between tiles (whole arrays, tile buffers)
+    /// that it would let go for work; on CUDA, at most the device's budget.
     pub memory_free: Option<u64>,
     /// Largest buffer the device accepts, in bytes: bounds a tile's arrays.
     pub max_buffer_bytes: u64,
