@@ -118,6 +118,9 @@ impl Live {
     /// A fresh context and stream on the GPU, with a budget of what is free less the reserve.
     fn open(setup: &Setup) -> Result<Live, DriverError> {
         let ctx = CudaContext::new_non_primary(setup.gpu.ordinal, 0)?;
+        // SAFETY: every buffer of this context is made, used and freed on its one stream, in
+        // order, so cudarc's events that order work between streams are not needed.
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream()?;
         let free = ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(setup.gpu.total);
         let budget = free.saturating_sub(reserve(setup.gpu.total));
