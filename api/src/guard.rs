@@ -33,9 +33,9 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
             let path = request.uri().path();
             match &e {
                 ApiError::VersionMismatch { .. } | ApiError::LayoutMismatch { .. } => {
-                    tracing::info!(code = e.code(), path, %peer, "refused: {e}");
+                    tracing::info!(code = e.code().as_str(), path, %peer, "refused: {e}");
                 }
-                _ => tracing::info!(code = e.code(), path, "refused"),
+                _ => tracing::info!(code = e.code().as_str(), path, "refused"),
             }
             refuse(request, e).await
         }

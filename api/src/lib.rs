@@ -47,5 +47,5 @@ pub use problem::ApiError;
 pub use proxy::TrustedProxies;
 pub use routes::{ROUTES, router};
 pub use serve::serve;
-pub use state::{AppState, Config, Limits, Secret};
+pub use state::{AppState, Availability, Config, Limits, Secret};
 pub use tls::Identity;

@@ -163,9 +163,9 @@ async fn page(state: &AppState) -> DaemonPage {
         let kind = if info.cpu { format!("{backend} (CPU: this machine has no GPU)") } else { backend };
         devices.push(DeviceRow { id: info.id, kind, memory, lost: info.lost });
     }
-    let state_line = match state.availability() {
-        Ok(()) => "accepting".to_owned(),
-        Err(why) => format!("not taking work: {why}"),
+    let state_line = match state.availability().why() {
+        None => "accepting".to_owned(),
+        Some(why) => format!("not taking work: {why}"),
     };
     let up = activity.started().elapsed().as_secs();
     let mut facts =

@@ -3,6 +3,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use xcd_wire::ProblemCode;
 use xcd_wire::rest::Problem;
 
 /// Why the daemon refused a request.
@@ -110,56 +111,44 @@ pub enum ApiError {
     /// The endpoint does not take that method.
     #[error("this endpoint does not take that method: see openapi/openapi.yaml")]
     MethodNotAllowed,
+    /// A tile stream whose results went unread past the stream idle limit: ended, and its
+    /// connection dropped (so kept among the refusals, never answered).
+    #[error(
+        "the results of a tile stream of block {block} went unread for {secs} s: the stream was ended; read results as they come"
+    )]
+    ResultsUnread {
+        /// The block's name.
+        block: String,
+        /// The stream idle limit, in seconds.
+        secs: u64,
+    },
 }
-
-/// Every stable code, as `openapi/openapi.yaml` lists them.
-pub const CODES: &[&str] = &[
-    "secret_refused",
-    "secret_not_set",
-    "version_mismatch",
-    "layout_mismatch",
-    "no_form",
-    "load_failed",
-    "declined_nimby",
-    "declined_memory",
-    "draining",
-    "busy",
-    "bad_frame",
-    "too_large",
-    "bad_request",
-    "unknown_block",
-    "unknown_array",
-    "unknown_device",
-    "device_failed",
-    "not_found",
-    "method_not_allowed",
-    "too_many_failures",
-];
 
 impl ApiError {
     /// The stable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ProblemCode {
         match self {
-            ApiError::SecretRefused | ApiError::SecretNotBearer => "secret_refused",
-            ApiError::SecretNotSet => "secret_not_set",
-            ApiError::VersionMismatch { .. } => "version_mismatch",
-            ApiError::LayoutMismatch { .. } => "layout_mismatch",
-            ApiError::NoForm(_) => "no_form",
-            ApiError::LoadFailed(_) => "load_failed",
-            ApiError::DeclinedNimby { .. } => "declined_nimby",
-            ApiError::DeclinedMemory { .. } => "declined_memory",
-            ApiError::Draining => "draining",
-            ApiError::Busy(_) => "busy",
-            ApiError::BadFrame(_) => "bad_frame",
-            ApiError::TooLarge(_) => "too_large",
-            ApiError::BadRequest(_) => "bad_request",
-            ApiError::UnknownBlock(_) => "unknown_block",
-            ApiError::UnknownArray(_) => "unknown_array",
-            ApiError::UnknownDevice(_) => "unknown_device",
-            ApiError::DeviceFailed(_) => "device_failed",
-            ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::TooManyFailures { .. } => "too_many_failures",
+            ApiError::SecretRefused | ApiError::SecretNotBearer => ProblemCode::SecretRefused,
+            ApiError::SecretNotSet => ProblemCode::SecretNotSet,
+            ApiError::VersionMismatch { .. } => ProblemCode::VersionMismatch,
+            ApiError::LayoutMismatch { .. } => ProblemCode::LayoutMismatch,
+            ApiError::NoForm(_) => ProblemCode::NoForm,
+            ApiError::LoadFailed(_) => ProblemCode::LoadFailed,
+            ApiError::DeclinedNimby { .. } => ProblemCode::DeclinedNimby,
+            ApiError::DeclinedMemory { .. } => ProblemCode::DeclinedMemory,
+            ApiError::Draining => ProblemCode::Draining,
+            ApiError::Busy(_) => ProblemCode::Busy,
+            ApiError::BadFrame(_) => ProblemCode::BadFrame,
+            ApiError::TooLarge(_) => ProblemCode::TooLarge,
+            ApiError::BadRequest(_) => ProblemCode::BadRequest,
+            ApiError::UnknownBlock(_) => ProblemCode::UnknownBlock,
+            ApiError::UnknownArray(_) => ProblemCode::UnknownArray,
+            ApiError::UnknownDevice(_) => ProblemCode::UnknownDevice,
+            ApiError::DeviceFailed(_) => ProblemCode::DeviceFailed,
+            ApiError::NotFound => ProblemCode::NotFound,
+            ApiError::MethodNotAllowed => ProblemCode::MethodNotAllowed,
+            ApiError::TooManyFailures { .. } => ProblemCode::TooManyFailures,
+            ApiError::ResultsUnread { .. } => ProblemCode::ResultsUnread,
         }
     }
 
@@ -181,6 +170,7 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooManyFailures { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::ResultsUnread { .. } => StatusCode::REQUEST_TIMEOUT,
         }
     }
 
@@ -191,7 +181,7 @@ impl ApiError {
             kind: format!("urn:xcd:problem:{}", self.code()),
             title: status.canonical_reason().unwrap_or("error").to_owned(),
             status: status.as_u16(),
-            code: self.code().to_owned(),
+            code: self.code().as_str().to_owned(),
             detail: self.to_string(),
         }
     }
@@ -199,7 +189,7 @@ impl ApiError {
 
 /// Marks a response as a refusal with this code, for the router's record of refusals.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Refused(pub(crate) &'static str);
+pub(crate) struct Refused(pub(crate) ProblemCode);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -226,7 +216,7 @@ mod tests {
     use super::*;
 
     /// One refusal of each kind; the match makes a new variant fail to compile here until it is
-    /// listed, and so until its code is in [`CODES`] and the OpenAPI document.
+    /// listed, and so until its code is in [`ProblemCode::ALL`] and the OpenAPI document.
     fn one_of_each() -> Vec<ApiError> {
         let all = vec![
             ApiError::SecretRefused,
@@ -249,6 +239,7 @@ mod tests {
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
             ApiError::TooManyFailures { retry_after: 3 },
+            ApiError::ResultsUnread { block: "b".into(), secs: 60 },
         ];
         for e in &all {
             match e {
@@ -273,7 +264,8 @@ mod tests {
                 | ApiError::TooManyFailures { .. }
                 | ApiError::DeviceFailed(_)
                 | ApiError::NotFound
-                | ApiError::MethodNotAllowed => {}
+                | ApiError::MethodNotAllowed
+                | ApiError::ResultsUnread { .. } => {}
             }
         }
         all
@@ -282,8 +274,8 @@ mod tests {
     #[test]
     fn every_refusal_has_a_listed_code_and_lowercase_advice() {
         let all = one_of_each();
-        let codes: Vec<&str> = all.iter().map(ApiError::code).collect();
-        assert_eq!(codes, CODES);
+        let codes: Vec<ProblemCode> = all.iter().map(ApiError::code).collect();
+        assert_eq!(codes, ProblemCode::ALL, "one refusal of each code, in the wire's order");
         for e in all {
             let p = e.problem();
             assert_eq!(p.status, e.status().as_u16());

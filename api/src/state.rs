@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use xcd_engine::DeviceHandle;
-use xcd_wire::{BlockDesc, BlockId};
+use xcd_wire::{BlockDesc, BlockId, ProblemCode};
 
 use crate::activity::{Activity, Peer};
 use crate::metrics::Metrics;
@@ -282,9 +282,9 @@ impl AppState {
     }
 
     /// Counts and keeps a refusal of `what` (`GET /v1/devices`, a tile of block …) asked by `peer`.
-    pub fn refused(&self, peer: Peer, code: &'static str, what: String) {
-        self.0.metrics.refused(code);
-        self.0.activity.refused(peer, code, what);
+    pub fn refused(&self, peer: Peer, code: ProblemCode, what: String) {
+        self.0.metrics.refused(code.as_str());
+        self.0.activity.refused(peer, code.as_str(), what);
     }
 
     /// What the daemon did lately.
@@ -413,14 +413,13 @@ impl AppState {
         Ok(())
     }
 
-    /// Whether the daemon takes work now, and if not why, in a few words (`draining`, `nimby
-    /// until 17:00`): what its mDNS advertisement says.
-    pub fn availability(&self) -> Result<(), String> {
+    /// Whether the daemon takes work now, and if not why.
+    pub fn availability(&self) -> Availability {
         match self.admit() {
-            Ok(()) => Ok(()),
-            Err(ApiError::Draining) => Err("draining".to_owned()),
-            Err(ApiError::DeclinedNimby { until, .. }) => Err(format!("nimby until {until}")),
-            Err(other) => Err(other.code().to_owned()),
+            Ok(()) => Availability::Accepting,
+            Err(ApiError::Draining) => Availability::Draining,
+            Err(ApiError::DeclinedNimby { until, .. }) => Availability::Nimby { until },
+            Err(other) => Availability::Declined(other.code()),
         }
     }
 
@@ -432,6 +431,40 @@ impl AppState {
         match room {
             Some(free) if needed > free => Err(ApiError::DeclinedMemory { device: info.id, needed, free }),
             _ => Ok(()),
+        }
+    }
+}
+
+/// Whether the daemon takes work now ([`AppState::availability`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    /// It takes work.
+    Accepting,
+    /// It is shutting down.
+    Draining,
+    /// Inside the owner's NIMBY hours, until a local time (`17:00`).
+    Nimby {
+        /// When they end.
+        until: String,
+    },
+    /// It declines for another reason (every device out of service).
+    Declined(ProblemCode),
+}
+
+impl Availability {
+    /// Whether it takes work.
+    pub fn is_accepting(&self) -> bool {
+        *self == Availability::Accepting
+    }
+
+    /// Why not, in a few words, as its mDNS advertisement and page say it (`draining`, `nimby
+    /// until 17:00`, a problem code); `None` while it takes work.
+    pub fn why(&self) -> Option<String> {
+        match self {
+            Availability::Accepting => None,
+            Availability::Draining => Some(ProblemCode::Draining.as_str().to_owned()),
+            Availability::Nimby { until } => Some(format!("nimby until {until}")),
+            Availability::Declined(code) => Some(code.as_str().to_owned()),
         }
     }
 }

@@ -50,6 +50,18 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// A builder for the `xcd` that cargo built beside `program` (a test's
+    /// `env!("CARGO_BIN_EXE_…")`); says how to build it where it is missing.
+    pub fn beside(program: &str) -> DaemonBuilder {
+        let bin = Path::new(program).with_file_name("xcd");
+        let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        assert!(
+            bin.exists(),
+            "xcd is not built beside {name}: run `cargo build --workspace --bins` (scripts/test does)"
+        );
+        Daemon::build(bin)
+    }
+
     /// A builder for the daemon binary at `bin`, listening on 127.0.0.1 on a free port.
     pub fn build(bin: impl AsRef<Path>) -> DaemonBuilder {
         DaemonBuilder {

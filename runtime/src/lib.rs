@@ -462,11 +462,8 @@ impl Par {
         let mut prepared = vec![false; workers.len()];
         let mut prepare = |stats: &mut [WorkerStats], members: &[usize]| {
             let todo: Vec<usize> = members.iter().copied().filter(|&i| !prepared[i]).collect();
-            let chosen: Vec<&dyn Worker> = todo.iter().map(|&i| workers[i]).collect();
-            let mut taken: Vec<WorkerStats> = todo.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
-            schedule::prepare(&chosen, &mut taken, ctx);
-            for (&i, s) in todo.iter().zip(taken) {
-                stats[i] = s;
+            schedule::with_members(workers, stats, &todo, |chosen, taken| schedule::prepare(chosen, taken, ctx));
+            for i in todo {
                 prepared[i] = true;
             }
         };

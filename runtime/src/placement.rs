@@ -183,13 +183,9 @@ pub(crate) fn run_members<'a>(
     options: &RunOptions<'_>,
     done: &Done,
 ) -> Work<'a> {
-    let chosen: Vec<&dyn Worker> = members.iter().map(|&i| workers[i]).collect();
-    let mut taken: Vec<WorkerStats> = members.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
-    let left = schedule::run(&chosen, &mut taken, ctx, work, options, done);
-    for (&i, s) in members.iter().zip(taken) {
-        stats[i] = s;
-    }
-    left
+    schedule::with_members(workers, stats, members, |chosen, taken| {
+        schedule::run(chosen, taken, ctx, work, options, done)
+    })
 }
 
 /// A well-mixed 64-bit value from `x` (splitmix64's finaliser): where a tooth goes.

@@ -348,6 +348,23 @@ pub(crate) fn prepare(workers: &[&dyn Worker], stats: &mut [WorkerStats], ctx: &
     }
 }
 
+/// Calls `f` with the workers named by `members` (indexes into `workers`) and their stats,
+/// taken out of `stats` for the call and put back after it.
+pub(crate) fn with_members<T>(
+    workers: &[&dyn Worker],
+    stats: &mut [WorkerStats],
+    members: &[usize],
+    f: impl FnOnce(&[&dyn Worker], &mut [WorkerStats]) -> T,
+) -> T {
+    let chosen: Vec<&dyn Worker> = members.iter().map(|&i| workers[i]).collect();
+    let mut taken: Vec<WorkerStats> = members.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
+    let out = f(&chosen, &mut taken);
+    for (&i, s) in members.iter().zip(taken) {
+        stats[i] = s;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     //! The scheduler with the real CPU worker beside a worker that fails on purpose (a device

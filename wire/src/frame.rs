@@ -89,10 +89,17 @@ pub enum ResultFrame {
 /// Why one tile failed: a stable code and a sentence that says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TileProblem {
-    /// Stable error code, e.g. `bad_frame`.
+    /// Stable error code, e.g. `bad_frame` ([`crate::ProblemCode`]).
     pub code: String,
     /// What happened and what to do.
     pub detail: String,
+}
+
+impl TileProblem {
+    /// The code, if this build knows it.
+    pub fn problem_code(&self) -> Option<crate::ProblemCode> {
+        crate::ProblemCode::parse(&self.code)
+    }
 }
 
 /// Why bytes are not a valid frame.

@@ -10,6 +10,9 @@
 //! - [`forms`]: [`Forms`], the kernel forms a block carries;
 //! - [`device`]: [`DeviceInfo`], what a device is and how much memory it has;
 //! - [`layout`]: [`Layout`] and [`VERSION`], what two sides must agree on;
+//! - [`problem`]: [`ProblemCode`], the stable codes of the daemon's refusals;
+//! - [`rest`]: the JSON bodies of the REST endpoints ([`rest::Problem`] among them);
+//! - [`frame`]: the binary frames of a tile stream;
 //! - [`tile`]: [`Tile`] and the uniform words a kernel sees;
 //! - [`trace`]: [`trace::TraceRun`], what a program tells its monitor about each run.
 #![forbid(unsafe_code)]
@@ -19,6 +22,7 @@ pub mod device;
 pub mod forms;
 pub mod frame;
 pub mod layout;
+pub mod problem;
 pub mod rest;
 pub mod tile;
 pub mod trace;
@@ -28,6 +32,7 @@ pub use device::{BackendKind, DeviceInfo, pci_address};
 pub use forms::{FormKind, Forms};
 pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
+pub use problem::ProblemCode;
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 
 /// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.

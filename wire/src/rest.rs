@@ -80,6 +80,10 @@ pub struct ArrayHeld {
     pub bytes: u64,
 }
 
+/// The port a daemon listens on unless told otherwise (`xcd -port`), and that a daemon named
+/// without one (`XC_PAR_REMOTE=gpu-box`) is reached on.
+pub const DEFAULT_PORT: u16 = 7227;
+
 /// An error answer (RFC 9457 problem details) with a stable code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
@@ -90,8 +94,15 @@ pub struct Problem {
     pub title: String,
     /// The HTTP status.
     pub status: u16,
-    /// Stable code, e.g. `secret_refused`.
+    /// Stable code, e.g. `secret_refused` ([`crate::ProblemCode`]).
     pub code: String,
     /// What happened and what to do.
     pub detail: String,
+}
+
+impl Problem {
+    /// The code, if this build knows it.
+    pub fn problem_code(&self) -> Option<crate::ProblemCode> {
+        crate::ProblemCode::parse(&self.code)
+    }
 }

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use xcd_wire::rest::{Capacity, Devices, VersionInfo};
-use xcd_wire::{FormKind, Layout};
+use xcd_wire::{FormKind, Layout, ProblemCode};
 
 use crate::problem::ApiError;
 use crate::state::AppState;
@@ -44,12 +44,12 @@ pub(crate) async fn devices(State(state): State<AppState>) -> Result<Json<Device
 pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
     let (accepting, reason, until) = match state.admit() {
         Ok(()) => (true, None, None),
-        Err(ApiError::Draining) => (false, Some("draining".to_owned()), None),
+        Err(ApiError::Draining) => (false, Some(ProblemCode::Draining.as_str().to_owned()), None),
         Err(ApiError::DeclinedNimby { .. }) => {
             let until = state.0.config.nimby.inside_now().map(|(_, until)| until.to_rfc3339());
             (false, Some("nimby".to_owned()), until)
         }
-        Err(other) => (false, Some(other.code().to_owned()), None),
+        Err(other) => (false, Some(other.code().as_str().to_owned()), None),
     };
     let (mut memory_free, mut memory_total) = (Vec::new(), Vec::new());
     for device in &state.0.devices {

@@ -98,7 +98,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     }
     let response = next.run(request).await;
     if let Some(Refused(code)) = response.extensions().get::<Refused>() {
-        state.refused(peer, code, what);
+        state.refused(peer, *code, what);
     }
     response
 }

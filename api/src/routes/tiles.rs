@@ -33,7 +33,7 @@ use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
 use xcd_wire::{
-    BlockDesc, BlockId, FrameSplitter, ParamKind, ResultFrame, Tile, TileFrame, TileProblem, result_pieces,
+    BlockDesc, BlockId, FrameSplitter, ParamKind, ProblemCode, ResultFrame, Tile, TileFrame, TileProblem, result_pieces,
 };
 
 use crate::activity::Peer;
@@ -147,7 +147,7 @@ fn query_error(e: QueryRejection) -> ApiError {
 }
 
 fn problem_frame(tag: u32, error: &ApiError) -> Vec<Bytes> {
-    let problem = TileProblem { code: error.code().to_owned(), detail: error.to_string() };
+    let problem = TileProblem { code: error.code().as_str().to_owned(), detail: error.to_string() };
     vec![Bytes::from(ResultFrame::Failed { tag, problem }.encode())]
 }
 
@@ -302,7 +302,11 @@ async fn serve_stream(
                         let frame = match TileFrame::decode(&frame) {
                             Ok(frame) => frame,
                             Err(e) => {
-                                state.refused(peer, "bad_frame", format!("a tile frame for block {}", desc.name));
+                                state.refused(
+                                    peer,
+                                    ProblemCode::BadFrame,
+                                    format!("a tile frame for block {}", desc.name),
+                                );
                                 let tag = frame
                                     .get(4..8)
                                     .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -327,7 +331,7 @@ async fn serve_stream(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
+                    state.refused(peer, ProblemCode::BadFrame, format!("the tile stream of block {}", desc.name));
                     let _ = tx.send((problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string())), None)).await;
                     return;
                 }
@@ -354,7 +358,7 @@ async fn serve_stream(
             () = tokio::time::sleep_until(frame_due.unwrap_or_else(tokio::time::Instant::now)), if frame_due.is_some() => {
                 let secs = frame_time(limits, splitter.arriving().unwrap_or(0)).as_secs();
                 let e = ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"));
-                state.refused(peer, "bad_frame", format!("the tile stream of block {}", desc.name));
+                state.refused(peer, ProblemCode::BadFrame, format!("the tile stream of block {}", desc.name));
                 let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
                 return;
             }
@@ -405,7 +409,8 @@ async fn serve_stream(
 fn results_unread(state: &AppState, peer: Peer, desc: &BlockDesc, due: Option<&DueNow>) {
     let secs = state.0.config.limits.stream_idle.as_secs();
     tracing::info!(%peer, "a tile stream of block {} closed: no result read for {secs} s", desc.name);
-    state.refused(peer, "results_unread", format!("the tile stream of block {}", desc.name));
+    let refusal = ApiError::ResultsUnread { block: desc.name.clone(), secs };
+    state.refused(peer, refusal.code(), format!("the tile stream of block {}", desc.name));
     if let Some(due) = due {
         due.now();
     }

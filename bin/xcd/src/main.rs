@@ -3,13 +3,12 @@
 //! else lives in the library crates (xcd-api, xcd-engine).
 #![forbid(unsafe_code)]
 
-use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret, TrustedProxies};
 
 /// mimalloc returns freed memory to the system within moments, where glibc's allocator keeps
@@ -38,7 +37,7 @@ const EXIT_UNAVAILABLE: u8 = 69;
 #[command(version, about, long_about = None)]
 struct Cli {
     /// TCP port to listen on (0: any free port; the serving line says which).
-    #[arg(long, default_value_t = 7227)]
+    #[arg(long, default_value_t = xcd_wire::rest::DEFAULT_PORT)]
     port: u16,
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
@@ -98,31 +97,6 @@ struct Cli {
     /// (docs/security.md). Only for programs you trust.
     #[arg(long)]
     trust_forms: bool,
-}
-
-/// Turns `-port` into `--port` for every long flag, so flags read as the tutorial writes them.
-fn long_flags_with_one_dash(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
-    let command = Cli::command();
-    let longs: Vec<String> = command.get_arguments().filter_map(|a| a.get_long().map(str::to_owned)).collect();
-    args.enumerate()
-        .map(|(i, arg)| {
-            let Some(text) = arg.to_str() else { return arg };
-            let name = text
-                .strip_prefix('-')
-                .filter(|rest| !rest.starts_with('-'))
-                .map(|rest| rest.split('=').next().unwrap_or(rest));
-            match name {
-                Some(name)
-                    if i > 0
-                        && name.len() > 1
-                        && (longs.iter().any(|l| l == name) || name == "help" || name == "version") =>
-                {
-                    OsString::from(format!("-{text}"))
-                }
-                _ => arg,
-            }
-        })
-        .collect()
 }
 
 fn home() -> PathBuf {
@@ -202,7 +176,7 @@ fn runtime_dir() {
 fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     runtime_dir();
-    let cli = Cli::parse_from(long_flags_with_one_dash(std::env::args_os()));
+    let cli: Cli = xcd_cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -322,8 +296,8 @@ fn main() -> ExitCode {
                 layout: xcd_wire::Layout::native().to_string(),
                 fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
                 devices: devices.iter().map(|d| d.info().id.clone()).collect(),
-                accepting: availability.is_ok(),
-                reason: availability.err(),
+                accepting: availability.is_accepting(),
+                reason: availability.why(),
             }
         };
         let advertiser = if cli.mdns { advertise(cli.listen, port, &state, advert) } else { None };
@@ -363,7 +337,7 @@ fn advertise(
         while !draining {
             every.tick().await;
             let now = advert(&state);
-            draining = now.reason.as_deref() == Some("draining");
+            draining = state.availability() == xcd_api::Availability::Draining;
             if let Err(e) = advertiser.update(&now) {
                 tracing::warn!("cannot update the mDNS advertisement: {e}");
             }

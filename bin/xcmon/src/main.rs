@@ -69,11 +69,7 @@ struct App {
 }
 
 fn main() -> ExitCode {
-    let args = std::env::args_os().map(|a| match a.to_str() {
-        Some(s) if s.starts_with('-') && !s.starts_with("--") && s.len() > 2 => format!("-{s}").into(),
-        _ => a,
-    });
-    let cli = Cli::parse_from(args);
+    let cli: Cli = xcd_cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

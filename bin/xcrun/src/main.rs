@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use xcd_runtime::home::Home;
+use xcd_runtime::remote;
 use xcd_runtime::settings::XCC_HOME;
 use xcd_wire::DeviceInfo;
 
@@ -172,7 +173,7 @@ fn pins(action: Option<PinAction>) -> ExitCode {
     let home = Home::from_env(std::env::var(XCC_HOME).ok());
     let result = match action {
         None => home.read().map(|values| {
-            let pins: Vec<_> = values.iter().filter(|(k, _)| k.starts_with("tls.pin.")).collect();
+            let pins: Vec<_> = values.iter().filter(|(k, _)| k.starts_with(remote::PIN_PREFIX)).collect();
             if pins.is_empty() {
                 println!("no pins in {}", home.path().display());
             }
@@ -181,7 +182,7 @@ fn pins(action: Option<PinAction>) -> ExitCode {
             }
         }),
         Some(PinAction::Remove { daemon }) => {
-            let key = if daemon.starts_with("tls.pin.") { daemon } else { format!("tls.pin.{daemon}") };
+            let key = if daemon.starts_with(remote::PIN_PREFIX) { daemon } else { remote::pin_key(&daemon) };
             match home.get(&key) {
                 Ok(None) => {
                     eprintln!("xcrun: there is no pin {key} in {}", home.path().display());

@@ -1,15 +1,12 @@
 //! `xcrun check` against a real daemon: every step passes, and each failure names its step and
 //! says what to do in the tutorial's words.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use xcd_e2e::Daemon;
 
 fn daemon() -> Daemon {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_xcrun")).with_file_name("xcd");
-    assert!(bin.exists(), "xcd is not built beside xcrun: run `cargo build --workspace --bins` (scripts/test does)");
-    Daemon::build(bin).secret("s3cret").start()
+    Daemon::beside(env!("CARGO_BIN_EXE_xcrun")).secret("s3cret").start()
 }
 
 fn check(home: &std::path::Path, secret: Option<&str>, addr: &str) -> (String, bool) {

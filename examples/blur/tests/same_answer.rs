@@ -2,7 +2,7 @@
 //! form, the local GPU (llvmpipe here), both at once, the PTX form in the interpreter, and a
 //! daemon over TLS and HTTP/2.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use xcd_e2e::Daemon;
@@ -57,9 +57,7 @@ fn every_local_worker_gives_one_checksum() {
 
 #[test]
 fn a_daemon_gives_the_same_checksum() {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_blur")).with_file_name("xcd");
-    assert!(bin.exists(), "xcd is not built beside blur: run `cargo build --workspace --bins` (scripts/test does)");
-    let daemon = Daemon::build(bin).secret(SECRET).start();
+    let daemon = Daemon::beside(env!("CARGO_BIN_EXE_blur")).secret(SECRET).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
     let (cpu, _) = blur_program(home.path(), &[("XC_PAR_WORKERS", "cpu")]);
     let remote = format!("localhost:{}", daemon.port);

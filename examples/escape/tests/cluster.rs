@@ -4,8 +4,6 @@
 //! other namespace resolves `gpu-nodes` through that namespace's own `/etc/hosts` (glibc, as
 //! for DNS: one name, two addresses), uses both, pins each, and gives the CPU's total.
 
-use std::path::PathBuf;
-
 use xcd_e2e::netns::{B_ADDR, NetPair};
 use xcd_e2e::{Daemon, DaemonBuilder};
 
@@ -14,7 +12,7 @@ const SIZE: [&str; 6] = ["--width", "1024", "--height", "1024", "--max-iter", "5
 const SECOND: &str = "169.254.77.3";
 
 fn xcd() -> DaemonBuilder {
-    Daemon::build(PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd")).secret(SECRET)
+    Daemon::beside(env!("CARGO_BIN_EXE_escape")).secret(SECRET)
 }
 
 #[test]

@@ -3,7 +3,6 @@
 //! connection is told) and a link slowed to 20 Mbit/s (`tc … tbf`) both leave the block's total
 //! as the local GPU gives it, in bounded time, and the report says what happened.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,7 @@ const SECRET: &str = "correct-horse-battery";
 const SIZE: [&str; 6] = ["--width", "2048", "--height", "2048", "--max-iter", "1000"];
 
 fn xcd() -> DaemonBuilder {
-    Daemon::build(PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd")).secret(SECRET)
+    Daemon::beside(env!("CARGO_BIN_EXE_escape")).secret(SECRET)
 }
 
 /// escape reporting, with the secret, on `workers`, naming `remote`; inside namespace `a` of

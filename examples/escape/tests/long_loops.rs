@@ -4,7 +4,6 @@
 //! tile goes elsewhere: a local GPU worker on a CPU device runs it with the block's CPU form, a
 //! remote worker stops and its tiles run on the program's other workers; each report says so.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use xcd_e2e::Daemon;
@@ -63,9 +62,7 @@ fn escape_past_65535_iterations_gives_the_cpu_total_on_every_worker() {
     assert!(local.ok, "{}", local.stderr);
     assert_eq!(local.total, Some(want), "{}", local.stderr);
 
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
-    assert!(bin.exists(), "xcd is not built beside escape: run `cargo build --workspace --bins` (scripts/test does)");
-    let daemon = Daemon::build(bin).secret(SECRET).start();
+    let daemon = Daemon::beside(env!("CARGO_BIN_EXE_escape")).secret(SECRET).start();
     let remote = format!("localhost:{}", daemon.port);
     let both =
         escape(home.path(), &[("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", &remote), ("XC_PAR_WORKERS", "cpu,remote")]);

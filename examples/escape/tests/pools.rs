@@ -18,8 +18,7 @@ fn net(tag: &str) -> Option<NetPair> {
 }
 
 fn xcd(net: &NetPair) -> DaemonBuilder {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
-    Daemon::build(bin).secret(SECRET).netns(&net.a, A_ADDR)
+    Daemon::beside(env!("CARGO_BIN_EXE_escape")).secret(SECRET).netns(&net.a, A_ADDR)
 }
 
 fn escape_in(net: &NetPair, home: &std::path::Path, env: &[(&str, &str)]) -> Output {

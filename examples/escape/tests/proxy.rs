@@ -15,9 +15,7 @@ const SECRET: &str = "correct-horse-battery";
 const SIZE: [&str; 6] = ["--width", "512", "--height", "512", "--max-iter", "300"];
 
 fn xcd() -> DaemonBuilder {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
-    assert!(bin.exists(), "xcd is not built beside escape: run `cargo build --workspace --bins` (scripts/test does)");
-    Daemon::build(bin)
+    Daemon::beside(env!("CARGO_BIN_EXE_escape"))
 }
 
 /// Caddy with `docker/Caddyfile`, TLS on two loopback ports, h2c to two nodes.

@@ -2,7 +2,6 @@
 //! tiles run remotely, locally or both; pins kept and checked; refusals and failures fall back to
 //! local devices with the same answer and say why in the tutorial's words.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use xcd_e2e::{Daemon, DaemonBuilder};
@@ -11,9 +10,7 @@ const SECRET: &str = "correct-horse-battery";
 const SIZE: [&str; 6] = ["--width", "1024", "--height", "1024", "--max-iter", "500"];
 
 fn xcd() -> DaemonBuilder {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_escape")).with_file_name("xcd");
-    assert!(bin.exists(), "xcd is not built beside escape: run `cargo build --workspace --bins` (scripts/test does)");
-    Daemon::build(bin)
+    Daemon::beside(env!("CARGO_BIN_EXE_escape"))
 }
 
 struct Run {

@@ -15,11 +15,7 @@ pub type Step = (&'static str, Result<String, String>);
 /// Checks the daemon at `addr` as a program with `secret` would see it.
 pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Forms) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
-    let with_port = if addr.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
-        addr.to_owned()
-    } else {
-        format!("{addr}:7227")
-    };
+    let with_port = super::with_default_port(addr);
     let ip = match with_port.to_socket_addrs().map(|mut ips| ips.next()) {
         Ok(Some(ip)) => {
             steps.push(("address", Ok(format!("{with_port} is {ip}"))));
@@ -67,7 +63,7 @@ pub fn check_at(
             return steps;
         }
     };
-    let pinned = home.get(&format!("tls.pin.{with_port}")).ok().flatten();
+    let pinned = home.get(&super::daemon::pin_key(with_port)).ok().flatten();
     match runtime.block_on(Daemon::connect(with_port, ip, home, secret)) {
         Ok(daemon) => {
             let kept = match pinned {

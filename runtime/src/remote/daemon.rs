@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use xcd_engine::WholeArray;
@@ -14,7 +14,7 @@ use xcd_wire::rest::{Capacity, Devices, LAYOUT_HEADER, Problem, VERSION_HEADER, 
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo, Layout, VERSION};
 
 use super::RemoteError;
-use super::pin::PinVerifier;
+use super::pin::client_config;
 use crate::home::{Home, describe};
 
 /// How long connecting and the first answers may take.
@@ -43,8 +43,12 @@ pub(crate) struct Daemon {
     arrays: Mutex<HashSet<[u8; 32]>>,
 }
 
-fn pin_key(addr: &str) -> String {
-    format!("tls.pin.{addr}")
+/// What every pin's settings key starts with.
+pub const PIN_PREFIX: &str = "tls.pin.";
+
+/// The settings key under which the certificate of the daemon at `addr` (`host:port`) is pinned.
+pub fn pin_key(addr: &str) -> String {
+    format!("{PIN_PREFIX}{addr}")
 }
 
 impl Daemon {
@@ -109,15 +113,7 @@ impl Daemon {
                 Some(bytes)
             }
         };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = Arc::new(PinVerifier::new(expected, provider.clone()));
-        let seen = verifier.seen.clone();
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| failed(e.to_string()))?
-            .dangerous()
-            .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth();
+        let (mut tls, seen) = client_config(expected).map_err(|e| failed(e.to_string()))?;
         tls.alpn_protocols = vec![b"h2".to_vec()];
         let client = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
@@ -165,10 +161,7 @@ impl Daemon {
         if version.version != VERSION {
             return Err(RemoteError::Version {
                 addr: addr.to_owned(),
-                detail: format!(
-                    "a different xcc version: this program is {VERSION} and the daemon is {}",
-                    version.version
-                ),
+                detail: super::error::version_differs(&version.version),
             });
         }
         Ok(daemon)
@@ -201,7 +194,7 @@ impl Daemon {
         let status = response.status();
         let problem: Option<Problem> = response.json().await.ok();
         Err(match problem {
-            Some(p) => RemoteError::from_problem(&self.addr, &p.code, p.detail),
+            Some(p) => RemoteError::from_problem(&self.addr, p.problem_code(), p.detail),
             None => RemoteError::Failed { addr: self.addr.clone(), detail: format!("the daemon answered {status}") },
         })
     }

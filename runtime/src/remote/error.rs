@@ -1,6 +1,8 @@
 //! Why a daemon cannot take a program's tiles, in the tutorial's words ("When it does not
 //! connect"): each says what happened and what to do.
 
+use xcd_wire::ProblemCode;
+
 /// A daemon refused, declined, or could not be reached.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RemoteError {
@@ -93,20 +95,38 @@ pub enum RemoteError {
 }
 
 impl RemoteError {
-    /// The error for a daemon's problem answer.
-    pub(crate) fn from_problem(addr: &str, code: &str, detail: String) -> RemoteError {
+    /// The error for a daemon's problem answer, by its code (`None`: one this build does not
+    /// know, from a newer daemon). Every code is named, so that a code added or renamed in
+    /// `xcd_wire::ProblemCode` is a compile error here until it is sorted.
+    pub(crate) fn from_problem(addr: &str, code: Option<ProblemCode>, detail: String) -> RemoteError {
+        use ProblemCode as C;
         let addr = addr.to_owned();
+        let Some(code) = code else { return RemoteError::Failed { addr, detail } };
         match code {
-            "secret_refused" => RemoteError::SecretRefused { addr },
-            "too_many_failures" => RemoteError::Failed { addr, detail },
-            "secret_not_set" => RemoteError::SecretNotSet { addr },
-            "version_mismatch" => RemoteError::Version { addr, detail },
-            "layout_mismatch" => RemoteError::Layout { addr, detail },
-            "no_form" | "load_failed" => RemoteError::NoForm { addr, detail },
-            "declined_nimby" | "declined_memory" | "draining" | "busy" => RemoteError::Declined { addr, detail },
-            _ => RemoteError::Failed { addr, detail },
+            C::SecretRefused => RemoteError::SecretRefused { addr },
+            C::SecretNotSet => RemoteError::SecretNotSet { addr },
+            C::VersionMismatch => RemoteError::Version { addr, detail },
+            C::LayoutMismatch => RemoteError::Layout { addr, detail },
+            C::NoForm | C::LoadFailed => RemoteError::NoForm { addr, detail },
+            C::DeclinedNimby | C::DeclinedMemory | C::Draining | C::Busy => RemoteError::Declined { addr, detail },
+            C::TooManyFailures
+            | C::BadFrame
+            | C::TooLarge
+            | C::BadRequest
+            | C::UnknownBlock
+            | C::UnknownArray
+            | C::UnknownDevice
+            | C::DeviceFailed
+            | C::NotFound
+            | C::MethodNotAllowed
+            | C::ResultsUnread => RemoteError::Failed { addr, detail },
         }
     }
+}
+
+/// The words for a daemon of another release than this program's.
+pub(crate) fn version_differs(daemon: &str) -> String {
+    format!("a different xcc version: this program is {} and the daemon is {daemon}", xcd_wire::VERSION)
 }
 
 /// What an unreachable daemon's cause means, in words: nothing listening, no answer, a daemon that

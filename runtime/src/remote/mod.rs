@@ -8,7 +8,7 @@
 pub mod check;
 pub(crate) mod daemon;
 pub mod error;
-pub(crate) mod pin;
+pub mod pin;
 pub mod pool;
 pub mod reader;
 pub(crate) mod stream;
@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+pub use daemon::{PIN_PREFIX, pin_key};
 pub use error::RemoteError;
 use xcd_wire::BlockId;
 use xcd_wire::frame::UNKNOWN_TAG;
@@ -126,11 +127,7 @@ pub(crate) fn connect_all(
         found.iter().map(|(label, ip)| (label.clone(), label.clone(), *ip)).collect();
     let mut errors = Vec::new();
     for addr in addrs {
-        let with_port = if addr.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
-            addr.clone()
-        } else {
-            format!("{addr}:7227")
-        };
+        let with_port = with_default_port(addr);
         match with_port.to_socket_addrs() {
             Ok(ips) => {
                 let mut ips: Vec<_> = ips.collect();
@@ -322,5 +319,15 @@ impl Worker for RemoteWorker {
             }
         }
         Ok(())
+    }
+}
+
+/// `addr` as `host:port`, with the daemon's default port ([`xcd_wire::rest::DEFAULT_PORT`])
+/// where it names none.
+pub(crate) fn with_default_port(addr: &str) -> String {
+    if addr.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        addr.to_owned()
+    } else {
+        format!("{addr}:{}", xcd_wire::rest::DEFAULT_PORT)
     }
 }

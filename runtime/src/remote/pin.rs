@@ -24,6 +24,24 @@ impl PinVerifier {
     }
 }
 
+/// The fingerprint a daemon presented, once the handshake has seen it.
+pub type Seen = Arc<Mutex<Option<[u8; 32]>>>;
+
+/// A TLS client configuration (ring, safe protocol versions, no client certificate) that trusts
+/// exactly the certificate pinned as `expected`, or any on first contact, and where the
+/// fingerprint it saw is kept.
+pub fn client_config(expected: Option<[u8; 32]>) -> Result<(rustls::ClientConfig, Seen), rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(PinVerifier::new(expected, provider.clone()));
+    let seen = verifier.seen.clone();
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok((config, seen))
+}
+
 impl ServerCertVerifier for PinVerifier {
     fn verify_server_cert(
         &self,

@@ -34,7 +34,7 @@ pub(crate) fn judge(found: &Found, pool: Option<&str>) -> Result<SocketAddr, Str
         });
     }
     if advert.version != VERSION {
-        return Err(format!("a different xcc version: this program is {VERSION} and the daemon is {}", advert.version));
+        return Err(super::error::version_differs(&advert.version));
     }
     let native = Layout::native().to_string();
     if advert.layout != native {

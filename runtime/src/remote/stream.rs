@@ -111,11 +111,11 @@ async fn serve(
                                     }
                                 }
                                 Ok(ResultFrame::Failed { tag, problem }) if tag == STREAM_TAG => {
-                                    break 'stream RemoteError::from_problem(&addr, &problem.code, problem.detail);
+                                    break 'stream RemoteError::from_problem(&addr, problem.problem_code(), problem.detail);
                                 }
                                 Ok(ResultFrame::Failed { tag, problem }) => {
                                     if let Some(reply) = pending.remove(&tag) {
-                                        let _ = reply.send(Err(RemoteError::from_problem(&addr, &problem.code, problem.detail)));
+                                        let _ = reply.send(Err(RemoteError::from_problem(&addr, problem.problem_code(), problem.detail)));
                                     }
                                 }
                                 Err(e) => break 'stream failed(format!("the daemon sent a bad result frame: {e}")),
