@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use xcd_wire::trace::{TraceRun, TraceWorker};
+use xcd_wire::trace::{TraceRun, TraceWorker, WorkerKind};
 use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec, ResultFrame, Tile, TileFrame};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
@@ -90,8 +90,16 @@ fn main() {
         seconds: 0.75,
         placement: Some("measured: remote".into()),
         workers: vec![
-            TraceWorker { name: "cpu".into(), items: 1 << 19, tiles: 40, busy_seconds: 0.7, failure: None },
             TraceWorker {
+                kind: WorkerKind::Cpu,
+                name: "cpu".into(),
+                items: 1 << 19,
+                tiles: 40,
+                busy_seconds: 0.7,
+                failure: None,
+            },
+            TraceWorker {
+                kind: WorkerKind::Remote,
                 name: "remote:gpu-box:7227/vulkan:llvmpipe".into(),
                 items: 1 << 19,
                 tiles: 56,

@@ -20,7 +20,14 @@ fn run(items: u64) -> TraceRun {
         started_ms: 1,
         seconds: 0.5,
         placement: None,
-        workers: vec![TraceWorker { name: "cpu".into(), items, tiles: 2, busy_seconds: 0.4, failure: None }],
+        workers: vec![TraceWorker {
+            kind: xcd_wire::trace::WorkerKind::Cpu,
+            name: "cpu".into(),
+            items,
+            tiles: 2,
+            busy_seconds: 0.4,
+            failure: None,
+        }],
     }
 }
 

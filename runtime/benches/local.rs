@@ -15,7 +15,8 @@ fn pars() -> Vec<(String, Par)> {
     all.worker_names()
         .into_iter()
         .map(|name| {
-            let choice = if name == "cpu" { WorkerChoice::Cpu } else { WorkerChoice::Named(name.to_owned()) };
+            let choice =
+                if name == "cpu" { WorkerChoice::Cpu } else { WorkerChoice::named(&name).expect("a worker name") };
             let par = Par::new(Settings { workers: vec![choice], ..Settings::default() }).expect("one worker");
             (name.to_owned(), par)
         })

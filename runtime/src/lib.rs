@@ -11,10 +11,11 @@
 //! - [`block`]: [`Block`] (description + CPU form) and [`CpuTile`]; [`include_blocks!`] brings in
 //!   the block modules `xcd-build` writes, which name [`wire`]'s types;
 //! - [`args`]: [`Args`], a run's parameters and arrays;
-//! - [`worker`]: the CPU worker and the GPU worker;
+//! - [`worker`]: the `Worker` trait, [`worker::WorkerId`], and the CPU, GPU and remote workers;
+//! - [`roster`]: which workers exist: start-up, daemons joining and leaving, retries;
 //! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
 //! - [`placement`]: which kinds of worker run a block, measured once and remembered;
-//! - [`remote`]: remote workers, the devices of daemons in `XC_PAR_REMOTE`, pinned;
+//! - [`remote`]: the daemon client, for daemons in `XC_PAR_REMOTE` or found by mDNS, pinned;
 //! - [`home`]: the settings file under `XCC_HOME` (pins, placements), the `xcd-home` crate;
 //! - [`settings`]: [`Settings`] from the environment;
 //! - [`report`]: [`RunReport`] and the `par:` lines;
@@ -29,6 +30,7 @@ pub use xcd_wire as wire;
 pub mod placement;
 pub mod remote;
 pub mod report;
+pub mod roster;
 pub mod schedule;
 pub mod settings;
 #[cfg(test)]
@@ -37,7 +39,7 @@ mod trace;
 pub mod worker;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Mutex;
 use std::time::Instant;
 
 pub use args::Args;
@@ -51,9 +53,9 @@ use xcd_wire::DescError;
 
 use crate::args::ArrayArg;
 use crate::placement::{Choice, Kinds};
-use crate::remote::RemoteError;
+use crate::roster::Roster;
 use crate::schedule::{Done, Work};
-use crate::worker::{CpuWorker, GpuWorker, RunCtx, Worker};
+use crate::worker::{RunCtx, Worker};
 
 /// Includes the blocks `xcd-build` made in this crate's `build.rs`: one module per WGSL file,
 /// each with `block()`, `desc()`, the typed `run` and `run_with`, and the CPU form `cpu`.
@@ -98,33 +100,13 @@ pub enum RunError {
 pub struct Par {
     settings: Settings,
     /// The workers that may run tiles; daemons of a pool join and leave between runs.
-    workers: RwLock<Vec<Arc<dyn Worker + Send>>>,
-    /// Follows the daemons of `XC_PAR_POOL` / `XC_PAR_REMOTE=mdns` after the start.
-    watch: Mutex<Option<remote::pool::Watch>>,
+    roster: Roster,
     home: home::Home,
     /// Placements read or measured so far, by settings key.
     placements: Mutex<HashMap<String, Kinds>>,
     /// Sends each run's record to `XC_PAR_TRACE`'s monitor.
     tracer: Option<trace::Tracer>,
-    /// Runs the remote workers' connections; present when daemons are named.
-    runtime: Option<tokio::runtime::Runtime>,
-    /// Daemons named in `XC_PAR_REMOTE` that could not be reached: tried again in the background.
-    missing: Mutex<Missing>,
 }
-
-/// Named daemons that could not be reached, and the try in the background to reach them.
-#[derive(Default)]
-struct Missing {
-    /// Their `host:port`s, as named.
-    addrs: Vec<String>,
-    /// When the last try began.
-    tried: Option<Instant>,
-    /// The try under way: its workers and errors when it ends.
-    trying: Option<std::thread::JoinHandle<(Vec<remote::RemoteWorker>, Vec<RemoteError>)>>,
-}
-
-/// How often a named daemon that could not be reached is tried again.
-const MISSING_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Par {
     /// Reads the settings from the environment and finds this machine's devices.
@@ -139,7 +121,7 @@ impl Par {
             || settings
                 .workers
                 .iter()
-                .any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Gpu | WorkerChoice::Named(_)));
+                .any(|w| matches!(w, WorkerChoice::Local | WorkerChoice::Gpu | WorkerChoice::Named { .. }));
         let inventory = if wants_gpu { xcd_engine::discover() } else { xcd_engine::Inventory::default() };
         Par::with_inventory(settings, inventory)
     }
@@ -147,110 +129,8 @@ impl Par {
     /// Keeps the workers `settings` allow among devices the caller opened (with
     /// `xcd_engine::discover_with`, or a device of its own behind `xcd_engine::owner::spawn`).
     pub fn with_inventory(settings: Settings, inventory: xcd_engine::Inventory) -> Result<Par, RunError> {
-        let mut workers: Vec<Arc<dyn Worker + Send>> = Vec::new();
-        let mut lines = Vec::new();
-        if settings.allows_cpu() {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("xc-cpu-{i}"))
-                .build()
-                .map_err(|e| RunError::NoWorkers(format!("cannot start the CPU worker's threads: {e}")))?;
-            workers.push(Arc::new(CpuWorker { pool }));
-        }
-        let mut names = vec!["cpu".to_owned()];
-        for device in inventory.devices {
-            let name = format!("gpu:{}", device.info().id);
-            names.push(name.clone());
-            if settings.allows_gpu(&name) {
-                workers.push(Arc::new(GpuWorker::new(name, device)));
-            }
-        }
-        lines.extend(inventory.notes.iter().map(|n| format!("par: {n}")));
         let home = home::Home::from_env(settings.home.clone());
-        let mut runtime = None;
-        let mut missing = Missing::default();
-        let mut watch = None;
-        let mut remote_errors = Vec::new();
-        if settings.wants_remote() {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("xc-remote")
-                .enable_all()
-                .build()
-                .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
-            let mut found = Vec::new();
-            if settings.discovers() {
-                match remote::pool::watch(settings.pool.as_deref()) {
-                    Ok((picked, following)) => {
-                        watch = Some(following);
-                        lines.extend(picked.skipped.iter().map(|line| format!("par: {line}")));
-                        if picked.take.is_empty() {
-                            let pool = settings.pool.as_deref().map(|p| format!(" of pool {p}")).unwrap_or_default();
-                            let skipped = if picked.skipped.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" ({} skipped: {})", picked.skipped.len(), picked.skipped.join("; "))
-                            };
-                            remote_errors.push(RemoteError::NotFound(format!(
-                                "no daemon{pool} found by multicast DNS{skipped}"
-                            )));
-                        }
-                        found = picked.take;
-                    }
-                    Err(e) => eprintln!("par: cannot look for daemons by mDNS: {e}"),
-                }
-            }
-            let (remotes, errors) =
-                remote::connect_all(rt.handle(), &settings.remote, &found, &[], &home, settings.secret.as_deref());
-            for worker in remotes {
-                names.push(worker.name().to_owned());
-                if settings.allows_remote(worker.name()) {
-                    workers.push(Arc::new(worker));
-                }
-            }
-            // A daemon that is not up yet (or not reachable now) is tried again while the program
-            // runs; refusals (secret, version, pin, …) are not: they need a person.
-            missing.addrs = errors
-                .iter()
-                .filter_map(|e| match e {
-                    RemoteError::Unreachable { addr, .. } if settings.remote.contains(addr) => Some(addr.clone()),
-                    _ => None,
-                })
-                .collect();
-            missing.tried = Some(Instant::now());
-            remote_errors.extend(errors);
-            runtime = Some(rt);
-        }
-        for choice in &settings.workers {
-            match choice {
-                WorkerChoice::Named(name) if !names.contains(name) => {
-                    return Err(RunError::NoWorkers(format!(
-                        "XC_PAR_WORKERS names {name}, which is not here; workers: {}",
-                        names.join(", ")
-                    )));
-                }
-                _ => {}
-            }
-        }
-        // Always said, report or not: a daemon the program was told to use and cannot.
-        for error in &remote_errors {
-            let elsewhere = if workers.is_empty() { "" } else { "; its share runs on the other workers" };
-            eprintln!("par: {error}{elsewhere}");
-        }
-        if workers.is_empty() {
-            if !remote_errors.is_empty() {
-                let reasons: Vec<String> = remote_errors.iter().map(ToString::to_string).collect();
-                return Err(RunError::NoWorkers(reasons.join("; ")));
-            }
-            return Err(RunError::NoWorkers(format!(
-                "XC_PAR_WORKERS allows none of this machine's workers ({})",
-                names.join(", ")
-            )));
-        }
-        if settings.report {
-            for line in lines {
-                eprintln!("{line}");
-            }
-        }
+        let roster = Roster::start(&settings, inventory, home.clone())?;
         let tracer = match settings.trace.clone().map(trace::Tracer::start) {
             Some(Ok(tracer)) => Some(tracer),
             Some(Err(e)) => {
@@ -259,116 +139,12 @@ impl Par {
             }
             None => None,
         };
-        Ok(Par {
-            settings,
-            workers: RwLock::new(workers),
-            watch: Mutex::new(watch),
-            home,
-            placements: Mutex::default(),
-            tracer,
-            runtime,
-            missing: Mutex::new(missing),
-        })
+        Ok(Par { settings, roster, home, placements: Mutex::default(), tracer })
     }
 
     /// The names of the workers that may run tiles.
     pub fn worker_names(&self) -> Vec<String> {
-        self.workers.read().unwrap_or_else(|e| e.into_inner()).iter().map(|w| w.name().to_owned()).collect()
-    }
-
-    /// Takes in the daemons of the pool that appeared since the last run and lets go of those
-    /// that left or stopped taking work; returns the workers for this run.
-    fn current_workers(&self) -> Vec<Arc<dyn Worker + Send>> {
-        self.take_back_missing();
-        let moves = match self.watch.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            Some(watch) => watch.moves(),
-            None => Default::default(),
-        };
-        if moves.joined.is_empty() && moves.left.is_empty() {
-            return self.workers.read().unwrap_or_else(|e| e.into_inner()).clone();
-        }
-        let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
-        for (addr, why) in &moves.left {
-            workers.retain(|w| w.daemon() != Some(addr.as_str()));
-            if self.settings.report {
-                eprintln!("par: daemon {addr} left the pool ({why}); it gets no more tiles");
-            }
-        }
-        if let (false, Some(runtime)) = (moves.joined.is_empty(), &self.runtime) {
-            let home = &self.home;
-            let in_use: Vec<String> = workers.iter().filter_map(|w| w.host().map(str::to_owned)).collect();
-            let secret = self.settings.secret.as_deref();
-            let (joined, errors) = remote::connect_all(runtime.handle(), &[], &moves.joined, &in_use, home, secret);
-            for error in errors {
-                eprintln!("par: {error}");
-            }
-            for worker in joined {
-                if self.settings.allows_remote(worker.name()) {
-                    if self.settings.report {
-                        eprintln!(
-                            "par: daemon {} joined the pool: {}",
-                            worker.daemon().unwrap_or_default(),
-                            worker.about()
-                        );
-                    }
-                    workers.push(Arc::new(worker));
-                }
-            }
-        }
-        workers.clone()
-    }
-
-    /// Takes in the named daemons that answered a try in the background, and starts the next try
-    /// for those still missing every [`MISSING_RETRY`]. A run never waits for a try.
-    fn take_back_missing(&self) {
-        let Some(runtime) = &self.runtime else { return };
-        let mut missing = self.missing.lock().unwrap_or_else(|e| e.into_inner());
-        if missing.trying.as_ref().is_some_and(std::thread::JoinHandle::is_finished) {
-            let Some(Ok((joined, errors))) = missing.trying.take().map(std::thread::JoinHandle::join) else { return };
-            let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
-            for worker in joined {
-                let addr = worker.daemon().unwrap_or_default().to_owned();
-                let known = workers.iter().any(|w| w.name() == worker.name());
-                if known || !self.settings.allows_remote(worker.name()) {
-                    continue;
-                }
-                if self.settings.report {
-                    eprintln!("par: daemon {addr} answers now: {}", worker.about());
-                }
-                missing.addrs.retain(|a| *a != addr);
-                workers.push(Arc::new(worker));
-            }
-            // Those still unreachable stay missing; any other refusal is said once, and left.
-            let unreachable: Vec<String> = errors
-                .iter()
-                .filter_map(|e| match e {
-                    RemoteError::Unreachable { addr, .. } => Some(addr.clone()),
-                    other => {
-                        eprintln!("par: {other}");
-                        None
-                    }
-                })
-                .collect();
-            missing.addrs.retain(|a| unreachable.contains(a));
-        }
-        let due = missing.tried.is_none_or(|at| at.elapsed() >= MISSING_RETRY);
-        if missing.addrs.is_empty() || missing.trying.is_some() || !due {
-            return;
-        }
-        missing.tried = Some(Instant::now());
-        let (addrs, handle, home) = (missing.addrs.clone(), runtime.handle().clone(), self.home.clone());
-        let secret = self.settings.secret.clone();
-        let in_use: Vec<String> = self
-            .workers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter_map(|w| w.host().map(str::to_owned))
-            .collect();
-        missing.trying = std::thread::Builder::new()
-            .name("xc-remote retry".into())
-            .spawn(move || remote::connect_all(&handle, &addrs, &[], &in_use, &home, secret.as_deref()))
-            .ok();
+        self.roster.names()
     }
 
     /// Runs `block` over items `0..n`; results land in the arrays `args` lends. The report
@@ -407,7 +183,7 @@ impl Par {
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
         };
-        let current = self.current_workers();
+        let current = self.roster.current(&self.settings);
         let workers: Vec<&dyn Worker> = current.iter().map(|w| &**w as &dyn Worker).collect();
         let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
         let mut report = RunReport {
@@ -468,10 +244,10 @@ impl Par {
             }
         };
         let kinds_of =
-            |members: &[usize]| members.iter().fold(Kinds::default(), |k, &i| k.union(Kinds::of(workers[i].name())));
+            |members: &[usize]| members.iter().fold(Kinds::default(), |k, &i| k.union(Kinds::of(workers[i].id().kind)));
         let members_of = |stats: &[WorkerStats], kinds: Kinds| -> Vec<usize> {
             (0..workers.len())
-                .filter(|&i| stats[i].failure.is_none() && kinds.contains(Kinds::of(workers[i].name())))
+                .filter(|&i| stats[i].failure.is_none() && kinds.contains(Kinds::of(workers[i].id().kind)))
                 .collect()
         };
         let all: Vec<usize> = (0..workers.len()).collect();

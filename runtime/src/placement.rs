@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use xcd_wire::BlockId;
 
 use crate::schedule::{self, Done, MIN_TILE, RunOptions, Work, WorkerStats};
-use crate::worker::{RunCtx, Worker};
+use crate::worker::{RunCtx, Worker, WorkerKind};
 
 /// The shortest time a candidate's piece should take to count as a measurement.
 const SLICE_MIN: Duration = Duration::from_millis(12);
@@ -52,15 +52,13 @@ impl Kinds {
     const REMOTE: u8 = 4;
     const NAMES: [(u8, &'static str); 3] = [(Self::CPU, "cpu"), (Self::GPU, "gpu"), (Self::REMOTE, "remote")];
 
-    /// The kind of the worker with this report name.
-    pub(crate) fn of(worker: &str) -> Kinds {
-        if worker.starts_with("remote:") {
-            Kinds(Self::REMOTE)
-        } else if worker.starts_with("gpu:") {
-            Kinds(Self::GPU)
-        } else {
-            Kinds(Self::CPU)
-        }
+    /// The set of one kind.
+    pub(crate) fn of(kind: WorkerKind) -> Kinds {
+        Kinds(match kind {
+            WorkerKind::Cpu => Self::CPU,
+            WorkerKind::Gpu => Self::GPU,
+            WorkerKind::Remote => Self::REMOTE,
+        })
     }
 
     /// Every kind.
@@ -318,13 +316,13 @@ pub(crate) fn measure(
     let live = |stats: &[WorkerStats], i: usize| stats[i].failure.is_none();
     let present = (0..workers.len())
         .filter(|&i| live(stats, i))
-        .fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].name())));
+        .fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].id().kind)));
     let mut candidates: Vec<Candidate> = present
         .subsets()
         .into_iter()
         .map(|kinds| {
             let members: Vec<usize> = (0..workers.len())
-                .filter(|&i| live(stats, i) && kinds.contains(Kinds::of(workers[i].name())))
+                .filter(|&i| live(stats, i) && kinds.contains(Kinds::of(workers[i].id().kind)))
                 .collect();
             let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
             let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
@@ -499,12 +497,12 @@ mod tests {
     use super::*;
     use crate::args::ArrayArg;
     use crate::testing::{cpu, ctx, expected};
-    use crate::worker::{CpuWorker, TileSlices, WorkerError};
+    use crate::worker::{CpuWorker, TileSlices, WorkerError, WorkerId};
 
     /// A device by rate (items of unit cost per second); items toward the end of the run cost
     /// up to ten times more. Under contention, devices running at once share one machine.
     struct Sim {
-        name: &'static str,
+        id: WorkerId,
         rate: f64,
         cpu: CpuWorker,
         running: &'static AtomicUsize,
@@ -513,8 +511,8 @@ mod tests {
     }
 
     impl Worker for Sim {
-        fn name(&self) -> &str {
-            self.name
+        fn id(&self) -> &WorkerId {
+            &self.id
         }
         fn prepare(&self, _ctx: &RunCtx) -> Result<(), WorkerError> {
             Ok(())
@@ -535,8 +533,8 @@ mod tests {
 
     fn sims(n: u32, contended: bool) -> (Sim, Sim) {
         let running: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
-        let sim = |name, rate| Sim { name, rate, cpu: cpu(), running, contended, n };
-        (sim("cpu", 4e6), sim("gpu:sim", 8e6))
+        let sim = |id, rate| Sim { id, rate, cpu: cpu(), running, contended, n };
+        (sim(WorkerId::cpu(), 4e6), sim(WorkerId::gpu("sim"), 8e6))
     }
 
     /// Measures, then runs the rest on the best, as a program's first run does.
@@ -551,7 +549,7 @@ mod tests {
         let mut work = Work::new(arrays, n);
         let measured = measure(workers, &mut stats, &ctx, &mut work, &options, &done);
         let members: Vec<usize> = (0..workers.len())
-            .filter(|&i| measured.best.unwrap_or(Kinds::ALL).contains(Kinds::of(workers[i].name())))
+            .filter(|&i| measured.best.unwrap_or(Kinds::ALL).contains(Kinds::of(workers[i].id().kind)))
             .collect();
         let left = run_members(workers, &mut stats, &members, &ctx, work, &options, &done);
         assert!(left.is_empty());
@@ -607,9 +605,9 @@ mod tests {
 
     #[test]
     fn workers_are_sorted_into_kinds_by_name() {
-        assert_eq!(Kinds::of("cpu").to_string(), "cpu");
-        assert_eq!(Kinds::of("gpu:vulkan:llvmpipe (LLVM 15)").to_string(), "gpu");
-        assert_eq!(Kinds::of("remote:gpu-box:cuda:NVIDIA H200").to_string(), "remote");
+        assert_eq!(Kinds::of(WorkerKind::Cpu).to_string(), "cpu");
+        assert_eq!(Kinds::of(WorkerKind::Gpu).to_string(), "gpu");
+        assert_eq!(Kinds::of(WorkerKind::Remote).to_string(), "remote");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use xcd_wire::Tile;
 
 use crate::args::ArrayArg;
-use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError};
+use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError, WorkerKind};
 
 /// How long one tile should keep a worker busy once its rate is known.
 pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
@@ -36,6 +36,8 @@ const FIRST_TILE_SHARE: u32 = 32;
 pub struct WorkerStats {
     /// Worker name, e.g. `cpu` or `gpu:vulkan:llvmpipe (…)`.
     pub name: String,
+    /// Its kind.
+    pub kind: WorkerKind,
     /// What the worker is, for the report: `remote worker remote:…, depth 3, round trip …`.
     pub about: String,
     /// Tiles it runs at once.
@@ -71,7 +73,12 @@ impl WorkerStats {
 
     /// Stats for `worker` before a run.
     pub(crate) fn of(worker: &dyn Worker) -> WorkerStats {
-        WorkerStats { about: worker.about(), lanes: worker.lanes().max(1), ..WorkerStats::new(worker.name()) }
+        WorkerStats {
+            kind: worker.id().kind,
+            about: worker.about(),
+            lanes: worker.lanes().max(1),
+            ..WorkerStats::new(worker.name())
+        }
     }
 
     /// Items per second while it was running tiles (its lanes overlap, so busy time counts once
@@ -373,11 +380,12 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use super::*;
-    use crate::testing::{cpu, ctx, expected};
-    use crate::worker::CpuWorker;
+    use crate::testing::{cpu, ctx, expected, test_id};
+    use crate::worker::{CpuWorker, WorkerId};
 
     /// Runs tiles on the CPU until its `fail_at`-th tile, which it refuses.
     struct Flaky {
+        id: WorkerId,
         cpu: CpuWorker,
         fail_at: usize,
         seen: AtomicUsize,
@@ -385,8 +393,8 @@ mod tests {
     }
 
     impl Worker for Flaky {
-        fn name(&self) -> &str {
-            "flaky"
+        fn id(&self) -> &WorkerId {
+            &self.id
         }
         fn max_tile(&self, _ctx: &RunCtx) -> u32 {
             self.max_tile
@@ -408,7 +416,7 @@ mod tests {
     }
 
     fn flaky(fail_at: usize, max_tile: u32) -> Flaky {
-        Flaky { cpu: cpu(), fail_at, seen: AtomicUsize::new(0), max_tile }
+        Flaky { id: test_id("flaky"), cpu: cpu(), fail_at, seen: AtomicUsize::new(0), max_tile }
     }
 
     fn run_with(
@@ -458,6 +466,7 @@ mod tests {
 
     /// Counts how many of its tiles run at once.
     struct Laned {
+        id: WorkerId,
         cpu: CpuWorker,
         lanes: usize,
         now: AtomicUsize,
@@ -465,8 +474,8 @@ mod tests {
     }
 
     impl Worker for Laned {
-        fn name(&self) -> &str {
-            "laned"
+        fn id(&self) -> &WorkerId {
+            &self.id
         }
         fn lanes(&self) -> usize {
             self.lanes
@@ -504,7 +513,8 @@ mod tests {
 
     #[test]
     fn a_worker_with_lanes_keeps_that_many_tiles_in_flight() {
-        let laned = Laned { cpu: cpu(), lanes: 3, now: AtomicUsize::new(0), most: AtomicUsize::new(0) };
+        let laned =
+            Laned { id: test_id("laned"), cpu: cpu(), lanes: 3, now: AtomicUsize::new(0), most: AtomicUsize::new(0) };
         let (y, result) = run_with(&[&laned], 30_000, Some(1_000));
         let stats = result.expect("completes");
         assert_eq!(y, expected(30_000));

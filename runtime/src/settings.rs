@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use xcd_wire::trace::WorkerKind;
+
 use crate::RunError;
 
 /// `XC_PAR_WORKERS`: which workers may run tiles.
@@ -56,8 +58,28 @@ pub enum WorkerChoice {
     Gpu,
     /// `remote`: the daemons' GPUs.
     Remote,
-    /// A worker by its report name, e.g. `gpu:vulkan:llvmpipe (LLVM 15.0.6, 256 bits)`.
-    Named(String),
+    /// A worker by its report name, e.g. `gpu:vulkan:llvmpipe (LLVM 15.0.6, 256 bits)`, and
+    /// the kind that name is of ([`WorkerChoice::named`]).
+    Named {
+        /// `gpu` or `remote`.
+        kind: WorkerKind,
+        /// The name.
+        name: String,
+    },
+}
+
+impl WorkerChoice {
+    /// The choice of the worker named `name` (`gpu:…` or `remote:…`): its kind read once, here.
+    pub fn named(name: &str) -> Option<WorkerChoice> {
+        let kind = if name.starts_with("gpu:") {
+            WorkerKind::Gpu
+        } else if name.starts_with("remote:") {
+            WorkerKind::Remote
+        } else {
+            return None;
+        };
+        Some(WorkerChoice::Named { kind, name: name.to_owned() })
+    }
 }
 
 /// `XC_PAR`: which kind of device runs blocks.
@@ -108,18 +130,19 @@ impl Settings {
         let mut settings = Settings::default();
         if let Some(value) = env.var(XC_PAR_WORKERS) {
             for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                settings.workers.push(match item {
-                    "local" => WorkerChoice::Local,
-                    "cpu" => WorkerChoice::Cpu,
-                    "gpu" => WorkerChoice::Gpu,
-                    "remote" => WorkerChoice::Remote,
-                    name if name.starts_with("gpu:") || name.starts_with("remote:") => WorkerChoice::Named(name.to_owned()),
-                    other => {
-                        return Err(RunError::Settings(format!(
-                            "{XC_PAR_WORKERS}={value}: {other:?} is not a worker; use local, cpu, gpu, remote or a worker name such as gpu:vulkan:…"
-                        )));
-                    }
-                });
+                let choice = match item {
+                    "local" => Some(WorkerChoice::Local),
+                    "cpu" => Some(WorkerChoice::Cpu),
+                    "gpu" => Some(WorkerChoice::Gpu),
+                    "remote" => Some(WorkerChoice::Remote),
+                    name => WorkerChoice::named(name),
+                };
+                let Some(choice) = choice else {
+                    return Err(RunError::Settings(format!(
+                        "{XC_PAR_WORKERS}={value}: {item:?} is not a worker; use local, cpu, gpu, remote or a worker name such as gpu:vulkan:…"
+                    )));
+                };
+                settings.workers.push(choice);
             }
         }
         if let Some(value) = env.var(XC_PAR) {
@@ -186,7 +209,7 @@ impl Settings {
             && (self.workers.is_empty()
                 || self.workers.iter().any(|w| match w {
                     WorkerChoice::Remote => true,
-                    WorkerChoice::Named(n) => n == name,
+                    WorkerChoice::Named { name: n, .. } => n == name,
                     _ => false,
                 }))
     }
@@ -203,7 +226,7 @@ impl Settings {
             && (self.workers.is_empty()
                 || self.workers.iter().any(|w| match w {
                     WorkerChoice::Remote => true,
-                    WorkerChoice::Named(n) => n.starts_with("remote:"),
+                    WorkerChoice::Named { kind, .. } => *kind == WorkerKind::Remote,
                     _ => false,
                 }))
     }
@@ -214,7 +237,7 @@ impl Settings {
             && (self.workers.is_empty()
                 || self.workers.iter().any(|w| match w {
                     WorkerChoice::Local | WorkerChoice::Gpu => true,
-                    WorkerChoice::Named(n) => n == name,
+                    WorkerChoice::Named { name: n, .. } => n == name,
                     _ => false,
                 }))
     }

@@ -32,9 +32,14 @@ pub(crate) fn ctx() -> RunCtx {
 }
 
 pub(crate) fn cpu() -> CpuWorker {
-    CpuWorker { pool: rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("threads") }
+    CpuWorker::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("threads"))
 }
 
 pub(crate) fn expected(n: u32) -> Vec<u32> {
     (0..n).map(|i| i.wrapping_mul(2_654_435_761)).map(|x| x.wrapping_mul(x).wrapping_add(7)).collect()
+}
+
+/// The id of a test's own worker, of the CPU's kind, named `name`.
+pub(crate) fn test_id(name: &str) -> crate::worker::WorkerId {
+    crate::worker::WorkerId { kind: crate::worker::WorkerKind::Cpu, name: name.into(), daemon: None }
 }

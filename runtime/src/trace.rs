@@ -81,6 +81,7 @@ pub(crate) fn record(report: &RunReport, started: SystemTime) -> TraceRun {
             .workers
             .iter()
             .map(|w| TraceWorker {
+                kind: w.kind,
                 name: w.name.clone(),
                 items: w.items,
                 tiles: w.tiles,

@@ -35,19 +35,21 @@ fn par_for(prefix: &str) -> Option<Par> {
     if prefix == SIM {
         let device = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
         let inventory = xcd_engine::Inventory { devices: vec![device], notes: Vec::new() };
-        let settings = Settings { workers: vec![WorkerChoice::Named(SIM.into())], ..Settings::default() };
+        let settings =
+            Settings { workers: vec![WorkerChoice::named(SIM).expect("a worker name")], ..Settings::default() };
         return Some(Par::with_inventory(settings, inventory).expect("the interpreter's worker"));
     }
     if prefix == NVIDIA_VULKAN {
         let options = xcd_engine::Options { cuda: false, ..xcd_engine::Options::default() };
         let inventory = xcd_engine::discover_with(options);
         let name = inventory.devices.iter().map(|d| format!("gpu:{}", d.info().id)).find(|n| n.starts_with(prefix))?;
-        let settings = Settings { workers: vec![WorkerChoice::Named(name)], ..Settings::default() };
+        let settings =
+            Settings { workers: vec![WorkerChoice::named(&name).expect("a worker name")], ..Settings::default() };
         return Some(Par::with_inventory(settings, inventory).expect("the NVIDIA Vulkan worker"));
     }
     let all = Par::new(Settings::default()).expect("local workers");
     let name = all.worker_names().into_iter().find(|n| n.starts_with(prefix))?.to_owned();
-    let choice = if name == "cpu" { WorkerChoice::Cpu } else { WorkerChoice::Named(name) };
+    let choice = if name == "cpu" { WorkerChoice::Cpu } else { WorkerChoice::named(&name).expect("a worker name") };
     Some(Par::new(Settings { workers: vec![choice], ..Settings::default() }).expect("the named worker"))
 }
 

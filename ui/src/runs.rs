@@ -3,6 +3,7 @@
 
 use askama::Template;
 use xcd_monitor::Received;
+use xcd_wire::trace::WorkerKind;
 
 /// Colours of the bar segments, by worker kind: this machine's CPU, its GPUs, remote GPUs.
 const CPU: &str = "#8a8f98";
@@ -58,12 +59,10 @@ impl RunView {
             .filter(|w| w.items > 0)
             .map(|w| {
                 let percent = 100.0 * w.items as f64 / run.items.max(1) as f64;
-                let color = if w.name.starts_with("remote:") {
-                    REMOTE
-                } else if w.name.starts_with("gpu:") {
-                    GPU
-                } else {
-                    CPU
+                let color = match w.kind {
+                    WorkerKind::Remote => REMOTE,
+                    WorkerKind::Gpu => GPU,
+                    WorkerKind::Cpu => CPU,
                 };
                 let share = Share { name: w.name.clone(), percent, x, color };
                 x += percent;
@@ -132,16 +131,17 @@ mod tests {
         }
     }
 
-    fn worker(name: &str, items: u64, failure: Option<&str>) -> TraceWorker {
-        TraceWorker { name: name.into(), items, tiles: 1, busy_seconds: 0.1, failure: failure.map(str::to_owned) }
+    fn worker(kind: WorkerKind, name: &str, items: u64, failure: Option<&str>) -> TraceWorker {
+        let failure = failure.map(str::to_owned);
+        TraceWorker { kind, name: name.into(), items, tiles: 1, busy_seconds: 0.1, failure }
     }
 
     #[test]
     fn shares_lie_end_to_end_coloured_by_kind() {
         let view = RunView::of(&received(vec![
-            worker("cpu", 250, None),
-            worker("gpu:vulkan:llvmpipe", 0, Some("device lost")),
-            worker("remote:gpu-box:cuda:NVIDIA H200", 750, None),
+            worker(WorkerKind::Cpu, "cpu", 250, None),
+            worker(WorkerKind::Gpu, "gpu:vulkan:llvmpipe", 0, Some("device lost")),
+            worker(WorkerKind::Remote, "remote:gpu-box:cuda:NVIDIA H200", 750, None),
         ]));
         assert_eq!(view.shares.len(), 2, "workers that ran nothing get no segment");
         assert_eq!((view.shares[0].x, view.shares[0].percent, view.shares[0].color), (0.0, 25.0, CPU));
@@ -153,9 +153,9 @@ mod tests {
 
     #[test]
     fn the_page_lists_runs_newest_first_and_escapes_what_programs_send() {
-        let mut older = received(vec![worker("cpu", 1000, None)]);
+        let mut older = received(vec![worker(WorkerKind::Cpu, "cpu", 1000, None)]);
         older.run.block = "older".into();
-        let newer = received(vec![worker("remote:a&b:cuda:x", 1000, Some("the daemon said <no>"))]);
+        let newer = received(vec![worker(WorkerKind::Remote, "remote:a&b:cuda:x", 1000, Some("the daemon said <no>"))]);
         let html = RunsPage::of(&[older, newer], 3).render().expect("renders");
         assert!(!html.contains("<script>alert"), "{html}");
         // askama escapes with numeric references.

@@ -42,9 +42,41 @@ pub struct TraceRun {
     pub workers: Vec<TraceWorker>,
 }
 
+/// What kind of worker ran a share of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerKind {
+    /// The block's CPU form on this machine's cores.
+    #[default]
+    Cpu,
+    /// A device of this machine, through the engine.
+    Gpu,
+    /// A device of a daemon.
+    Remote,
+}
+
+impl WorkerKind {
+    /// The word settings and reports use: `cpu`, `gpu`, `remote`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Cpu => "cpu",
+            WorkerKind::Gpu => "gpu",
+            WorkerKind::Remote => "remote",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One worker's share of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceWorker {
+    /// Its kind.
+    pub kind: WorkerKind,
     /// Its report name: `cpu`, `gpu:…`, `remote:<host>:<device>`.
     pub name: String,
     /// Items it computed.
@@ -110,6 +142,7 @@ mod tests {
             seconds: 0.5,
             placement: None,
             workers: vec![TraceWorker {
+                kind: WorkerKind::Cpu,
                 name: "cpu".into(),
                 items: 100,
                 tiles: 3,

@@ -307,7 +307,7 @@ fn devices(json: bool) -> ExitCode {
             }
         }
         let (devices, errors) =
-            xcd_runtime::remote::inventory(&settings.remote, &found, &home, settings.secret.as_deref());
+            xcd_runtime::roster::inventory(&settings.remote, &found, &home, settings.secret.as_deref());
         for (name, info) in devices {
             println!(
                 "{:<8} {:<12} {:>12} {:>12}  {name}",

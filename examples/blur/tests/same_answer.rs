@@ -72,7 +72,7 @@ fn the_ptx_form_in_the_interpreter_gives_the_cpu_forms_bits() {
     const SIM: &str = "gpu:cuda:xcd-ptxsim";
     let device = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
     let inventory = xcd_engine::Inventory { devices: vec![device], notes: Vec::new() };
-    let settings = Settings { workers: vec![WorkerChoice::Named(SIM.into())], ..Settings::default() };
+    let settings = Settings { workers: vec![WorkerChoice::named(SIM).expect("a worker name")], ..Settings::default() };
     let sim = Par::with_inventory(settings, inventory).expect("the interpreter's worker");
     let cpu = Par::new(Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() }).expect("the cpu worker");
     let (w, h) = (23u32, 11u32);
