@@ -22,7 +22,6 @@ use xcd_wire::{BlockDesc, Front};
 
 use crate::Limits;
 use crate::activity::Peer;
-use crate::state::kib;
 
 /// The bytes of results a tile of `count` items of `desc` returns.
 pub(crate) fn result_bytes(desc: &BlockDesc, count: u32) -> u64 {
@@ -235,6 +234,11 @@ impl hyper::body::Body for Metered {
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
     }
+}
+
+/// Bytes in KiB, rounded up, as the budgets count them.
+pub(crate) fn kib(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

@@ -44,14 +44,7 @@ pub async fn serve(
     let admission = Admission::new(&limits);
     let acceptor = tls.map(TlsAcceptor::from);
     let (stop, stopping) = watch::channel(false);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(128)
-        .keep_alive_interval(Some(Duration::from_secs(30)))
-        .keep_alive_timeout(Duration::from_secs(20));
+    let builder = http_builder(&limits);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -94,36 +87,19 @@ pub async fn serve(
                 tokio::spawn(async move {
                     let _slot = Slot(conn.clone());
                     let result = match acceptor {
-                        Some(acceptor) => match tokio::select! {
-                            done = tokio::time::timeout(handshake, acceptor.accept(tcp)) => done,
-                            () = conn.until_evicted() => return,
-                            () = tokio::time::sleep_until(prove_by) => return,
-                        } {
-                            Ok(Ok(stream)) => {
-                                let http = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                                drive(http, &open, &conn, prove_by, idle, stopping).await
-                            }
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, "TLS handshake failed: {e}");
+                        Some(acceptor) => {
+                            let Some(stream) = tls_handshake(&acceptor, tcp, &conn, handshake, prove_by, peer).await else {
                                 return;
-                            }
-                            Err(_) => {
-                                tracing::debug!(%peer, "TLS handshake timed out");
-                                return;
-                            }
-                        },
+                            };
+                            let http = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                            drive(http, &open, &conn, prove_by, idle, stopping).await
+                        }
                         None => {
                             let http = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
                             drive(http, &open, &conn, prove_by, idle, stopping).await
                         }
                     };
-                    match result {
-                        Ok(Ended::Idle) => tracing::debug!(%peer, "connection closed: idle for {idle:?}"),
-                        Ok(Ended::Unproven) => tracing::debug!(%peer, "connection closed: no secret shown"),
-                        Ok(Ended::Unread) => tracing::info!(%peer, "connection closed: an answer went unread past its time"),
-                        Ok(Ended::Done) => {}
-                        Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
-                    }
+                    log_end(peer, idle, result);
                 });
             }
             () = &mut shutdown => break,
@@ -131,6 +107,64 @@ pub async fn serve(
     }
     state.drain();
     drop(listener);
+    finish(&state, &stop, &admission, grace).await;
+}
+
+/// HTTP/1.1 with a time limit on headers, and HTTP/2 with at most 128 streams a connection and
+/// pings every 30 s.
+fn http_builder(limits: &crate::Limits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(128)
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(Duration::from_secs(20));
+    builder
+}
+
+/// The TLS handshake of a connection, within `limit`, given up if the connection is evicted or
+/// has not shown the secret by `prove_by`.
+async fn tls_handshake(
+    acceptor: &TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    conn: &Conn,
+    limit: Duration,
+    prove_by: Instant,
+    peer: std::net::SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    let done = tokio::select! {
+        done = tokio::time::timeout(limit, acceptor.accept(tcp)) => done,
+        () = conn.until_evicted() => return None,
+        () = tokio::time::sleep_until(prove_by) => return None,
+    };
+    match done {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// Says how a connection ended.
+fn log_end<E: std::fmt::Display>(peer: std::net::SocketAddr, idle: Duration, result: Result<Ended, E>) {
+    match result {
+        Ok(Ended::Idle) => tracing::debug!(%peer, "connection closed: idle for {idle:?}"),
+        Ok(Ended::Unproven) => tracing::debug!(%peer, "connection closed: no secret shown"),
+        Ok(Ended::Unread) => tracing::info!(%peer, "connection closed: an answer went unread past its time"),
+        Ok(Ended::Done) => {}
+        Err(e) => tracing::debug!(%peer, "connection ended: {e}"),
+    }
+}
+
+/// Tells every connection to finish, and waits for them for up to `grace`.
+async fn finish(state: &AppState, stop: &watch::Sender<bool>, admission: &Admission, grace: Duration) {
     let _ = stop.send(true);
     tracing::info!("draining: {} tiles in flight", state.tiles_in_flight());
     tokio::select! {

@@ -205,12 +205,6 @@ pub struct Config {
     pub forms: xcd_engine::FormPolicy,
 }
 
-/// Whole arrays by content hash, least recently used first out.
-/// Bytes in KiB, rounded up, as the upload budget counts them.
-pub(crate) fn kib(bytes: u64) -> u32 {
-    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
-}
-
 /// The least a registered block counts for against [`Limits::max_block_store_bytes`].
 pub const BLOCK_WEIGHT: u64 = 256 << 10;
 
@@ -221,6 +215,7 @@ struct Blocks {
     bytes: u64,
 }
 
+/// Whole arrays by content hash, least recently used first out.
 #[derive(Default)]
 struct ArrayCache {
     arrays: HashMap<[u8; 32], (Arc<[u8]>, u64)>,

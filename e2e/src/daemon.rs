@@ -139,13 +139,8 @@ impl DaemonBuilder {
         self
     }
 
-    /// Starts the daemon and waits for its serving line.
-    pub fn start(self) -> Daemon {
-        let temp = match &self.home {
-            Some(_) => None,
-            None => Some(tempfile::tempdir().expect("a temporary XCD_HOME")),
-        };
-        let home = self.home.clone().unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_owned()).unwrap_or_default());
+    /// The command that starts the daemon with its home at `home`.
+    fn command(&self, home: &Path) -> Command {
         let mut command = match self.wrap.split_first() {
             Some((first, rest)) => {
                 let mut wrapped = Command::new(first);
@@ -155,12 +150,12 @@ impl DaemonBuilder {
             None => Command::new(&self.bin),
         };
         if self.clean {
-            command.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", &home);
+            command.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", home);
         }
         command
             .args(["-port", &self.port.to_string(), "-listen", &self.listen])
             .args(&self.args)
-            .env("XCD_HOME", &home)
+            .env("XCD_HOME", home)
             .env_remove("XC_PAR_SECRET")
             .env("XDG_RUNTIME_DIR", std::env::temp_dir())
             .stdin(Stdio::null())
@@ -172,19 +167,21 @@ impl DaemonBuilder {
         for (k, v) in &self.env {
             command.env(k, v);
         }
-        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", self.bin.display()));
+        command
+    }
+
+    /// Starts the daemon and waits for its serving line.
+    pub fn start(self) -> Daemon {
+        let temp = match &self.home {
+            Some(_) => None,
+            None => Some(tempfile::tempdir().expect("a temporary XCD_HOME")),
+        };
+        let home = self.home.clone().unwrap_or_else(|| temp.as_ref().map(|t| t.path().to_owned()).unwrap_or_default());
+        let mut child =
+            self.command(&home).spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", self.bin.display()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(mut err) = child.stderr.take() {
-            let sink = stderr.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = err.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
+        if let Some(err) = child.stderr.take() {
+            keep_reading(err, stderr.clone());
         }
         let (tx, rx) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
@@ -346,4 +343,17 @@ pub fn nimby_range_holding_now() -> String {
     let minutes = h.parse::<u32>().expect("an hour") * 60 + m.parse::<u32>().expect("a minute");
     let fmt = |t: u32| format!("{:02}:{:02}", (t / 60) % 24, t % 60);
     format!("{}-{}", fmt(minutes + 24 * 60 - 5), fmt(minutes + 10))
+}
+
+/// Appends everything `from` gives to `sink`, on a thread of its own, until it ends.
+fn keep_reading(mut from: impl Read + Send + 'static, sink: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
 }

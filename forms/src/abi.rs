@@ -13,7 +13,7 @@ use xcd_wire::block::MAX_PARAMS;
 use xcd_wire::{BlockDesc, ParamKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
 
 use crate::FormsError;
-use crate::subset::locate;
+use crate::subset::{Location, locate};
 
 /// One storage array a kernel binds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,35 +46,47 @@ fn abi(at: Option<crate::Location>, what: String) -> FormsError {
 
 /// Reads the interface of entry point `entry`, refusing a module that breaks the ABI.
 pub fn interface(module: &Module, entry: &str, source: Option<&str>) -> Result<Interface, FormsError> {
-    let ep = module
-        .entry_points
-        .iter()
-        .find(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute)
-        .ok_or_else(|| FormsError::NoEntry(entry.to_owned()))?;
-    if ep.workgroup_size != [WORKGROUP_SIZE, 1, 1] {
-        return Err(abi(
-            None,
-            format!(
-                "entry point {entry} has @workgroup_size{:?}; the ABI needs @workgroup_size({WORKGROUP_SIZE})",
-                ep.workgroup_size
-            ),
-        ));
-    }
-    for arg in &ep.function.arguments {
-        let gid = matches!(arg.binding, Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)));
-        let vec3u = matches!(
-            module.types[arg.ty].inner,
-            TypeInner::Vector { size: naga::VectorSize::Tri, scalar } if scalar.kind == ScalarKind::Uint
-        );
-        if !gid || !vec3u {
+    check_entry(module, entry)?;
+    let (uniform, mut storage) = globals(module, source)?;
+    let params = uniform_params(module, uniform)?;
+    storage.sort_by_key(|(b, ..)| *b);
+    let mut arrays = Vec::new();
+    for (k, (binding, handle, var, access, at, name)) in storage.into_iter().enumerate() {
+        if binding as usize != k + 1 {
             return Err(abi(
-                None,
+                at,
                 format!(
-                    "entry point {entry} takes an argument other than @builtin(global_invocation_id) gid: vec3<u32>"
+                    "{name} is at @binding({binding}), but arrays bind in order from @binding(1) with no gaps: it should be @binding({})",
+                    k + 1
                 ),
             ));
         }
+        // SPIR-V wraps a storage array in a struct of one member; WGSL binds the array itself.
+        let ty = match module.types[var.ty].inner {
+            TypeInner::Struct { ref members, .. } if members.len() == 1 => &module.types[members[0].ty].inner,
+            ref other => other,
+        };
+        let TypeInner::Array { size: naga::ArraySize::Dynamic, stride, .. } = *ty else {
+            return Err(abi(at, format!("{name} must be a runtime-sized array, var<storage> {name}: array<T>")));
+        };
+        let loaded = loads_from(module, handle);
+        let line = at.map(|a| a.line);
+        arrays.push(ArrayBinding { name, read_only: !access.contains(StorageAccess::STORE), stride, loaded, line });
     }
+    Ok(Interface { params, arrays })
+}
+
+/// A binding of the ABI's arrays: its binding number, variable, access, place and name.
+type Storage<'m> =
+    (u32, naga::Handle<naga::GlobalVariable>, &'m naga::GlobalVariable, StorageAccess, Option<Location>, String);
+
+/// The module's uniform (at @binding(0), with its place) and storage arrays, each checked
+/// against the ABI's layout: everything in @group(0), one uniform at binding 0, arrays after it.
+#[allow(clippy::type_complexity)]
+fn globals<'m>(
+    module: &'m Module,
+    source: Option<&str>,
+) -> Result<(Option<(&'m naga::GlobalVariable, Option<Location>)>, Vec<Storage<'m>>), FormsError> {
     let mut uniform = None;
     let mut storage = Vec::new();
     for (handle, var) in module.global_variables.iter() {
@@ -109,32 +121,42 @@ pub fn interface(module: &Module, entry: &str, source: Option<&str>) -> Result<I
             }
         }
     }
-    let params = uniform_params(module, uniform)?;
-    storage.sort_by_key(|(b, ..)| *b);
-    let mut arrays = Vec::new();
-    for (k, (binding, handle, var, access, at, name)) in storage.into_iter().enumerate() {
-        if binding as usize != k + 1 {
+    Ok((uniform, storage))
+}
+
+/// Checks the entry point: a compute shader of the ABI's workgroup size whose one argument is
+/// the global invocation id.
+fn check_entry(module: &Module, entry: &str) -> Result<(), FormsError> {
+    let ep = module
+        .entry_points
+        .iter()
+        .find(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute)
+        .ok_or_else(|| FormsError::NoEntry(entry.to_owned()))?;
+    if ep.workgroup_size != [WORKGROUP_SIZE, 1, 1] {
+        return Err(abi(
+            None,
+            format!(
+                "entry point {entry} has @workgroup_size{:?}; the ABI needs @workgroup_size({WORKGROUP_SIZE})",
+                ep.workgroup_size
+            ),
+        ));
+    }
+    for arg in &ep.function.arguments {
+        let gid = matches!(arg.binding, Some(naga::Binding::BuiltIn(naga::BuiltIn::GlobalInvocationId)));
+        let vec3u = matches!(
+            module.types[arg.ty].inner,
+            TypeInner::Vector { size: naga::VectorSize::Tri, scalar } if scalar.kind == ScalarKind::Uint
+        );
+        if !gid || !vec3u {
             return Err(abi(
-                at,
+                None,
                 format!(
-                    "{name} is at @binding({binding}), but arrays bind in order from @binding(1) with no gaps: it should be @binding({})",
-                    k + 1
+                    "entry point {entry} takes an argument other than @builtin(global_invocation_id) gid: vec3<u32>"
                 ),
             ));
         }
-        // SPIR-V wraps a storage array in a struct of one member; WGSL binds the array itself.
-        let ty = match module.types[var.ty].inner {
-            TypeInner::Struct { ref members, .. } if members.len() == 1 => &module.types[members[0].ty].inner,
-            ref other => other,
-        };
-        let TypeInner::Array { size: naga::ArraySize::Dynamic, stride, .. } = *ty else {
-            return Err(abi(at, format!("{name} must be a runtime-sized array, var<storage> {name}: array<T>")));
-        };
-        let loaded = loads_from(module, handle);
-        let line = at.map(|a| a.line);
-        arrays.push(ArrayBinding { name, read_only: !access.contains(StorageAccess::STORE), stride, loaded, line });
     }
-    Ok(Interface { params, arrays })
+    Ok(())
 }
 
 /// Whether any function of the module loads through a pointer into global `g`.

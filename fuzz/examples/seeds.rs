@@ -30,6 +30,14 @@ fn array(name: &str, role: ArrayRole) -> ArraySpec {
 }
 
 fn main() {
+    frames();
+    blocks();
+    settings();
+    trace();
+}
+
+/// A tile stream: a tile, a result and a refusal; and a tile alone.
+fn frames() {
     let tile = TileFrame {
         tag: 7,
         tile: Tile { start: 100, count: 3 },
@@ -48,7 +56,10 @@ fn main() {
     stream.extend(failed.encode());
     write("frame", "stream", &stream);
     write("frame", "tile", &[&[0u8, 0, 0, 0][..], &tile.encode()].concat());
+}
 
+/// Two kernels' block descriptions, and one's SPIR-V.
+fn blocks() {
     let poly = block(
         "poly",
         include_str!("../../kernels/wgsl/poly.wgsl"),
@@ -71,13 +82,19 @@ fn main() {
     let words = poly.forms.spirv.as_deref().unwrap_or_default();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     write("block_spirv", "poly", &bytes);
+}
 
+/// A settings file with a pin and a placement.
+fn settings() {
     let mut settings = BTreeMap::new();
     settings.insert("tls.pin.gpu-box:7227".to_owned(), "ab".repeat(32));
     settings.insert("placement.escape.0123456789ab.20".to_owned(), "cpu+remote".to_owned());
     let text = xcd_home::render(&settings).expect("settings");
     write("settings", "file", format!("# xcd program settings\n{text}").as_bytes());
+}
 
+/// Trace lines: a record, a line that is not one, the record again.
+fn trace() {
     let run = TraceRun {
         version: xcd_wire::VERSION.into(),
         program: "escape".into(),

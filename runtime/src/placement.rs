@@ -238,6 +238,56 @@ struct Measuring<'m, 'w, 'a> {
 }
 
 impl Measuring<'_, '_, '_> {
+    /// Round 0: each kind alone, calibrated on pieces of at least [`SLICE_MIN`]; the best
+    /// calibrated rate.
+    fn calibrate(&mut self, candidates: &mut [Candidate]) -> f64 {
+        let mut singles: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].kinds.len() == 1).collect();
+        singles.sort_by_key(|&c| candidates[c].kinds.to_string());
+        for c in singles {
+            if !self.sample(candidates, c, SLICE_MIN, true) {
+                break;
+            }
+        }
+        candidates.iter().filter(|c| !c.broken).filter_map(|c| c.guess).fold(0.0, f64::max)
+    }
+
+    /// The rounds after calibration: each candidate still in play measured on a piece of
+    /// `slice`, the most promising first, then those far behind the best dropped ([`KEEP`]);
+    /// until one is left, the run is done, or the time spent passes [`BUDGET`] of the run's.
+    fn rounds(&mut self, candidates: &mut [Candidate], slice: Duration, best_guess: f64, started: Instant) {
+        let n = f64::from(self.ctx.items);
+        let estimate = |candidates: &[Candidate]| {
+            let best = best_rate(candidates);
+            n / if best > 0.0 { best } else { best_guess.max(f64::MIN_POSITIVE) }
+        };
+        for &keep in &KEEP[1..] {
+            let mut playing: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].in_play()).collect();
+            if playing.len() < 2 || self.work.is_empty() {
+                return;
+            }
+            // The most promising first (by measured rate, else its expected one), so that the
+            // budget, when it runs out, cuts the least likely.
+            let promise = |c: &Candidate| c.rate().unwrap_or(f64::from(c.size) / slice.as_secs_f64());
+            playing.sort_by(|&a, &b| promise(&candidates[b]).total_cmp(&promise(&candidates[a])));
+            for c in playing {
+                // The budget binds once two candidates have figures to compare.
+                let compared = candidates.iter().filter(|c| c.rate().is_some()).count();
+                if compared >= 2 && started.elapsed().as_secs_f64() > BUDGET * estimate(candidates) {
+                    return;
+                }
+                if !self.sample(candidates, c, slice, false) {
+                    return;
+                }
+            }
+            let best = best_rate(candidates);
+            for candidate in candidates.iter_mut().filter(|c| c.in_play()) {
+                if candidate.rate().is_some_and(|r| r < keep * best) {
+                    candidate.dropped = true;
+                }
+            }
+        }
+    }
+
     /// Runs one comb on `candidates[c]` alone and records it if it counts.
     fn piece(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> Step {
         let piece = comb(self.work, self.ctx.items, candidates[c].size, self.seed, &self.elem);
@@ -313,33 +363,7 @@ pub(crate) fn measure(
     options: &RunOptions<'_>,
     done: &Done,
 ) -> Measured {
-    let live = |stats: &[WorkerStats], i: usize| stats[i].failure.is_none();
-    let present = (0..workers.len())
-        .filter(|&i| live(stats, i))
-        .fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].id().kind)));
-    let mut candidates: Vec<Candidate> = present
-        .subsets()
-        .into_iter()
-        .map(|kinds| {
-            let members: Vec<usize> = (0..workers.len())
-                .filter(|&i| live(stats, i) && kinds.contains(Kinds::of(workers[i].id().kind)))
-                .collect();
-            let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
-            let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
-            Candidate {
-                kinds,
-                members,
-                size,
-                items: 0,
-                secs: 0.0,
-                dropped: false,
-                broken: false,
-                warm: false,
-                guess: None,
-            }
-        })
-        .collect();
-    let n = f64::from(ctx.items);
+    let (present, mut candidates) = candidates(workers, stats);
     let started = Instant::now();
     if present.len() < 2 {
         let rates = candidates.iter().map(|c| (c.kinds, None)).collect();
@@ -348,64 +372,17 @@ pub(crate) fn measure(
     let elem = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
     let seed = u64::from_le_bytes(ctx.id.0[..8].try_into().unwrap_or_default());
     let mut m = Measuring { workers, stats, ctx, work, options, done, elem, seed, items: 0 };
-    // Round 0: each kind alone, calibrated on pieces of at least SLICE_MIN.
-    let mut singles: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].kinds.len() == 1).collect();
-    singles.sort_by_key(|&c| candidates[c].kinds.to_string());
-    for c in singles {
-        if !m.sample(&mut candidates, c, SLICE_MIN, true) {
-            break;
-        }
-    }
-    let best_guess = candidates.iter().filter(|c| !c.broken).filter_map(|c| c.guess).fold(0.0, f64::max);
+    let best_guess = m.calibrate(&mut candidates);
     // From here on, pieces are sized to the run: long enough to time well, short enough to stay
     // cheap; and only what could win is measured.
+    let n = f64::from(ctx.items);
     let slice = if best_guess > 0.0 {
         Duration::from_secs_f64(n / best_guess * SLICE_SHARE).clamp(SLICE_MIN, SLICE_MAX)
     } else {
         SLICE_MIN
     };
-    let guesses: Vec<(Kinds, f64)> = candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect();
-    for candidate in candidates.iter_mut() {
-        let parts: Vec<f64> = guesses.iter().filter(|(k, _)| candidate.kinds.contains(*k)).map(|(_, g)| *g).collect();
-        let at_most: f64 = parts.iter().sum();
-        let hopeless = if candidate.kinds.len() == 1 { KEEP[0] * best_guess } else { WORTH * best_guess };
-        if parts.len() < candidate.kinds.len() as usize || at_most < hopeless {
-            candidate.dropped = true;
-        }
-        candidate.size = (at_most * slice.as_secs_f64()).min(f64::from(u32::MAX)) as u32;
-        // Its members are warm: the first piece of the right size counts.
-        candidate.warm = true;
-    }
-    let estimate = |candidates: &[Candidate]| {
-        let best = best_rate(candidates);
-        n / if best > 0.0 { best } else { best_guess.max(f64::MIN_POSITIVE) }
-    };
-    'rounds: for &keep in &KEEP[1..] {
-        let mut playing: Vec<usize> = (0..candidates.len()).filter(|&c| candidates[c].in_play()).collect();
-        if playing.len() < 2 || m.work.is_empty() {
-            break;
-        }
-        // The most promising first (by measured rate, else its expected one), so that the
-        // budget, when it runs out, cuts the least likely.
-        let promise = |c: &Candidate| c.rate().unwrap_or(f64::from(c.size) / slice.as_secs_f64());
-        playing.sort_by(|&a, &b| promise(&candidates[b]).total_cmp(&promise(&candidates[a])));
-        for c in playing {
-            // The budget binds once two candidates have figures to compare.
-            let compared = candidates.iter().filter(|c| c.rate().is_some()).count();
-            if compared >= 2 && started.elapsed().as_secs_f64() > BUDGET * estimate(&candidates) {
-                break 'rounds;
-            }
-            if !m.sample(&mut candidates, c, slice, false) {
-                break 'rounds;
-            }
-        }
-        let best = best_rate(&candidates);
-        for candidate in candidates.iter_mut().filter(|c| c.in_play()) {
-            if candidate.rate().is_some_and(|r| r < keep * best) {
-                candidate.dropped = true;
-            }
-        }
-    }
+    size_to_the_run(&mut candidates, best_guess, slice);
+    m.rounds(&mut candidates, slice, best_guess, started);
     // The fastest measured; where the run ended before any was, the fastest calibrated.
     let fastest = |rate: fn(&Candidate) -> Option<f64>| {
         candidates
@@ -423,6 +400,52 @@ pub(crate) fn measure(
         broken: candidates.iter().any(|c| c.broken),
         seconds: started.elapsed().as_secs_f64(),
         items: m.items,
+    }
+}
+
+/// The kinds of worker present (with no failure) and a candidate for each set of them.
+fn candidates(workers: &[&dyn Worker], stats: &[WorkerStats]) -> (Kinds, Vec<Candidate>) {
+    let live = |i: usize| stats[i].failure.is_none();
+    let present =
+        (0..workers.len()).filter(|&i| live(i)).fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].id().kind)));
+    let candidates = present
+        .subsets()
+        .into_iter()
+        .map(|kinds| {
+            let members: Vec<usize> =
+                (0..workers.len()).filter(|&i| live(i) && kinds.contains(Kinds::of(workers[i].id().kind))).collect();
+            let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
+            let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
+            Candidate {
+                kinds,
+                members,
+                size,
+                items: 0,
+                secs: 0.0,
+                dropped: false,
+                broken: false,
+                warm: false,
+                guess: None,
+            }
+        })
+        .collect();
+    (present, candidates)
+}
+
+/// Sizes each candidate's pieces to `slice` at what its kinds' calibrated rates add up to, and
+/// drops those that could not win even so.
+fn size_to_the_run(candidates: &mut [Candidate], best_guess: f64, slice: Duration) {
+    let guesses: Vec<(Kinds, f64)> = candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect();
+    for candidate in candidates.iter_mut() {
+        let parts: Vec<f64> = guesses.iter().filter(|(k, _)| candidate.kinds.contains(*k)).map(|(_, g)| *g).collect();
+        let at_most: f64 = parts.iter().sum();
+        let hopeless = if candidate.kinds.len() == 1 { KEEP[0] * best_guess } else { WORTH * best_guess };
+        if parts.len() < candidate.kinds.len() as usize || at_most < hopeless {
+            candidate.dropped = true;
+        }
+        candidate.size = (at_most * slice.as_secs_f64()).min(f64::from(u32::MAX)) as u32;
+        // Its members are warm: the first piece of the right size counts.
+        candidate.warm = true;
     }
 }
 

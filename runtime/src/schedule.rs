@@ -81,6 +81,17 @@ impl WorkerStats {
         }
     }
 
+    /// Counts a tile of `count` items that kept the worker busy for `busy`.
+    fn record(&mut self, count: u32, busy: Duration) {
+        self.last_tile = self.last_tile.max(count);
+        let fade = (-busy.as_secs_f64() / PACE_MEMORY.as_secs_f64()).exp();
+        let (items, secs) = self.recent;
+        self.recent = (items * fade + f64::from(count), secs * fade + busy.as_secs_f64());
+        self.items += u64::from(count);
+        self.tiles += 1;
+        self.busy += busy;
+    }
+
     /// Items per second while it was running tiles (its lanes overlap, so busy time counts once
     /// per lane).
     pub fn throughput(&self) -> Option<f64> {
@@ -259,62 +270,59 @@ pub(crate) fn run<'a>(
             let (pool, changed, elem) = (&pool, &changed, &elem);
             scope.spawn(move || {
                 let max_tile = worker.max_tile(ctx);
-                loop {
-                    let mut tile = {
-                        let mut p = lock(pool);
-                        loop {
-                            // Another lane of this worker failed: so does this one.
-                            if p.stats[w].failure.is_some() {
-                                return;
-                            }
-                            let size = p.size_for(w, options.tile_items).min(max_tile);
-                            if let Some(tile) = p.work.take_front(size, elem) {
-                                p.in_flight += 1;
-                                break tile;
-                            }
-                            if p.in_flight == 0 {
-                                return;
-                            }
-                            p = changed.wait(p).unwrap_or_else(|e| e.into_inner());
-                        }
-                    };
+                let size = |p: &Pool<'_, '_>| p.size_for(w, options.tile_items).min(max_tile);
+                while let Some(mut tile) = next_tile(pool, changed, w, size, elem) {
                     let started = Instant::now();
                     // A panic in a worker (a bug) fails that worker, not the run: otherwise its
                     // tile would stay in flight and every other lane would wait for it forever.
                     let result =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run_tile(ctx, &mut tile)))
                             .unwrap_or_else(|_| Err(WorkerError::Panicked(worker.name().to_owned())));
-                    let busy = started.elapsed();
-                    match result {
-                        Ok(()) => {
-                            let mut p = lock(pool);
-                            p.in_flight -= 1;
-                            let s = &mut p.stats[w];
-                            s.last_tile = s.last_tile.max(tile.tile.count);
-                            let fade = (-busy.as_secs_f64() / PACE_MEMORY.as_secs_f64()).exp();
-                            let (items, secs) = s.recent;
-                            s.recent = (items * fade + f64::from(tile.tile.count), secs * fade + busy.as_secs_f64());
-                            s.items += u64::from(tile.tile.count);
-                            s.tiles += 1;
-                            s.busy += busy;
-                            drop(p);
-                            changed.notify_all();
-                            let count = u64::from(tile.tile.count);
-                            let total = done.fetch_add(count, Ordering::Relaxed) + count;
-                            if let Some(progress) = options.progress {
-                                progress(total);
-                            }
-                        }
-                        Err(e) => {
-                            fail(pool, changed, w, e, Some(tile));
-                            return;
-                        }
+                    if let Err(e) = result {
+                        fail(pool, changed, w, e, Some(tile));
+                        return;
+                    }
+                    let count = tile.tile.count;
+                    let mut p = lock(pool);
+                    p.in_flight -= 1;
+                    p.stats[w].record(count, started.elapsed());
+                    drop(p);
+                    changed.notify_all();
+                    let total = done.fetch_add(u64::from(count), Ordering::Relaxed) + u64::from(count);
+                    if let Some(progress) = options.progress {
+                        progress(total);
                     }
                 }
             });
         }
     });
     pool.into_inner().unwrap_or_else(|e| e.into_inner()).work
+}
+
+/// The next tile for worker `w`, of `size` items at most, waiting while others are in flight;
+/// `None` once nothing is left, or once another lane of the worker has failed (so does this one).
+fn next_tile<'a>(
+    pool: &Mutex<Pool<'_, 'a>>,
+    changed: &Condvar,
+    w: usize,
+    size: impl Fn(&Pool<'_, 'a>) -> u32,
+    elem: &[u32],
+) -> Option<TileSlices<'a>> {
+    let mut p = lock(pool);
+    loop {
+        if p.stats[w].failure.is_some() {
+            return None;
+        }
+        let items = size(&p);
+        if let Some(tile) = p.work.take_front(items, elem) {
+            p.in_flight += 1;
+            return Some(tile);
+        }
+        if p.in_flight == 0 {
+            return None;
+        }
+        p = changed.wait(p).unwrap_or_else(|e| e.into_inner());
+    }
 }
 
 fn lock<'m, 'w, 'a>(pool: &'m Mutex<Pool<'w, 'a>>) -> std::sync::MutexGuard<'m, Pool<'w, 'a>> {

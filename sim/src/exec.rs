@@ -134,22 +134,28 @@ impl Thread<'_> {
                 ),
                 Op::Bfi { d, a, b, pos, len } => {
                     let (a, b) = (self.get(a, pc)? as u32, self.get(b, pc)? as u32);
-                    let (pos, len) = (self.get(pos, pc)? as u32 & 0xff, self.get(len, pc)? as u32 & 0xff);
-                    let mut out = b;
-                    for i in 0..len {
-                        if pos + i > 31 {
-                            break;
-                        }
-                        let bit = (a >> i) & 1;
-                        out = (out & !(1 << (pos + i))) | (bit << (pos + i));
-                    }
-                    (d, u64::from(out))
+                    (d, u64::from(bfi(a, b, self.get(pos, pc)? as u32, self.get(len, pc)? as u32)))
                 }
             };
             self.regs[d] = Some(v);
             pc += 1;
         }
     }
+}
+
+/// PTX's `bfi.b32`: `len` bits of `a` inserted into `b` at `pos` (each taken mod 256), bits past
+/// 31 dropped.
+fn bfi(a: u32, b: u32, pos: u32, len: u32) -> u32 {
+    let (pos, len) = (pos & 0xff, len & 0xff);
+    let mut out = b;
+    for i in 0..len {
+        if pos + i > 31 {
+            break;
+        }
+        let bit = (a >> i) & 1;
+        out = (out & !(1 << (pos + i))) | (bit << (pos + i));
+    }
+    out
 }
 
 fn binary(op: &str, ty: Ty, a: u64, b: u64, pc: usize) -> Result<u64, SimError> {

@@ -122,7 +122,7 @@ async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, 
         let request = request.map(|body| Body::new(Metered::new(body, uploads, peer)));
         return next.run(request).await;
     };
-    let want = crate::state::kib(declared.min(max)).max(1);
+    let want = crate::held::kib(declared.min(max)).max(1);
     let _share = match state.0.uploads.try_take(peer, want) {
         Ok(share) => share,
         Err(short) => return crate::guard::refuse(request, uploads_busy(&state, short)).await,

@@ -191,7 +191,8 @@ pub(crate) async fn stream(
     let taken = taking.clone();
     tokio::spawn(async move {
         let _slot = slot;
-        serve_stream(state, peer, desc, block, device, request, tx, due, taking).await;
+        let stream = Stream { state, peer, desc, block, device, tx, due, taking };
+        serve_stream(stream, request).await;
     });
     // Each message is one frame in pieces (`result_pieces`), sent on in order; its tile's share
     // of the budget goes once its last piece has been taken.
@@ -255,146 +256,195 @@ impl Drop for Share {
 /// Waiting for the front frame's share of the budget.
 type Wanted = std::pin::Pin<Box<dyn Future<Output = Held> + Send>>;
 
-#[allow(clippy::too_many_arguments)] // the stream's parts, handed over once from its handler
-async fn serve_stream(
+/// One tile stream's parts, handed over once from its handler.
+struct Stream {
     state: AppState,
     peer: Peer,
     desc: Arc<BlockDesc>,
     block: BlockId,
     device: DeviceHandle,
-    request: Body,
+    /// The answers, in the order tiles end.
     tx: mpsc::Sender<Answer>,
     due: Option<DueNow>,
     taking: Arc<Taking>,
-) {
-    let limits = &state.0.config.limits;
-    let depth = state.depth() as usize;
+}
+
+impl Stream {
+    /// Ends the stream with a problem frame for the whole stream.
+    async fn close(&self, e: ApiError) {
+        let _ = self.tx.send((problem_frame(STREAM_TAG, &e), None)).await;
+    }
+
+    /// Keeps a refusal of this stream's kind among the refusals.
+    fn refused(&self, code: ProblemCode, what: &str) {
+        self.state.refused(self.peer, code, format!("{what} of block {}", self.desc.name));
+    }
+
+    /// Runs one frame's tile: its result pieces, or a problem frame for its tag, with the
+    /// budget's share it held.
+    fn tile(&self, frame: Bytes, held: Option<Held>) -> impl Future<Output = (Vec<Bytes>, Option<Held>)> + use<> {
+        let (state, peer, desc, device, block) =
+            (self.state.clone(), self.peer, self.desc.clone(), self.device.clone(), self.block);
+        async move {
+            let frame = match TileFrame::decode(&frame) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    state.refused(peer, ProblemCode::BadFrame, format!("a tile frame for block {}", desc.name));
+                    let tag = frame
+                        .get(4..8)
+                        .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .min(UNKNOWN_TAG);
+                    return (problem_frame(tag, &ApiError::BadFrame(e.to_string())), held);
+                }
+            };
+            let tag = frame.tag;
+            let result = match job(&state, &desc, block, frame) {
+                Ok(job) => run(&state, peer, &desc, &device, job).await,
+                Err(e) => Err(e),
+            };
+            let pieces = match result {
+                Ok(outputs) => result_pieces(tag, outputs),
+                Err(e) => {
+                    state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
+                    problem_frame(tag, &e)
+                }
+            };
+            (pieces, held)
+        }
+    }
+
+    /// Sends one tile's answer; false when the stream is to end (the program went away, or
+    /// reads no result for the stream idle limit: it holds a stream, tiles and buffers for
+    /// nothing, so the stream ends and the program sees it end early).
+    async fn deliver(&self, pieces: Vec<Bytes>, held: Option<Held>) -> bool {
+        let answer = (pieces, held.map(|held| Share::new(held, &self.taking)));
+        match tokio::time::timeout(self.state.0.config.limits.stream_idle, self.tx.send(answer)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(_)) => false,
+            Err(_) => {
+                results_unread(&self.state, self.peer, &self.desc, self.due.as_ref());
+                false
+            }
+        }
+    }
+}
+
+/// What has arrived of the request body: frames, the front frame's share of the tile budget
+/// (held, or waited for), and when the frame now arriving must be whole.
+struct Intake {
+    splitter: FrameSplitter,
+    charge: Option<Held>,
+    wanted: Option<Wanted>,
+    frame_due: Option<tokio::time::Instant>,
+}
+
+impl Intake {
+    /// The next whole frame whose share of the budget is held, taking or asking for its share
+    /// first; `Ok(None)` when none is ready (or its share is being waited for).
+    fn next(&mut self, stream: &Stream) -> Result<Option<(Bytes, Option<Held>)>, xcd_wire::FrameError> {
+        let (state, limits) = (&stream.state, &stream.state.0.config.limits);
+        if self.charge.is_none() && self.wanted.is_none() {
+            if let Some(cost) = self.splitter.front().and_then(|front| frame_cost(front, &stream.desc, limits)) {
+                match state.0.tile_data.try_take(stream.peer, cost) {
+                    Ok(held) => self.charge = Some(held),
+                    Err(_) => self.wanted = Some(Box::pin(state.0.tile_data.clone().take(stream.peer, cost))),
+                }
+            }
+        }
+        if self.wanted.is_some() {
+            return Ok(None);
+        }
+        Ok(self.splitter.next_frame()?.map(|frame| {
+            self.frame_due = None;
+            (frame, self.charge.take())
+        }))
+    }
+
+    /// Why a stream with nothing running ends now, if it does: `Some(None)` cleanly.
+    fn ending(&self, body_done: bool, draining: bool) -> Option<Option<ApiError>> {
+        if !(body_done || draining) {
+            return None;
+        }
+        Some(if draining && !(body_done && self.splitter.is_empty()) {
+            Some(ApiError::Draining)
+        } else if !self.splitter.is_empty() {
+            Some(ApiError::BadFrame("the stream ended inside a frame".into()))
+        } else {
+            None
+        })
+    }
+}
+
+async fn serve_stream(stream: Stream, request: Body) {
+    let limits = &stream.state.0.config.limits;
+    let depth = stream.state.depth() as usize;
     let mut data = request.into_data_stream();
-    let mut splitter = FrameSplitter::new(limits.max_frame_bytes);
+    let splitter = FrameSplitter::new(limits.max_frame_bytes);
+    let mut intake = Intake { splitter, charge: None, wanted: None, frame_due: None };
     let mut running = FuturesUnordered::new();
-    let mut draining = state.0.drain_rx.clone();
+    let mut draining = stream.state.0.drain_rx.clone();
     let mut body_done = false;
-    // When the frame now arriving must be whole.
-    let mut frame_due: Option<tokio::time::Instant> = None;
-    // The front frame's share of the budget, held or waited for.
-    let mut charge: Option<Held> = None;
-    let mut wanted: Option<Wanted> = None;
     loop {
         // Start buffered tiles while there is room on the device, unless draining.
         while running.len() < depth && !*draining.borrow() {
-            if charge.is_none() && wanted.is_none() {
-                if let Some(cost) = splitter.front().and_then(|front| frame_cost(front, &desc, limits)) {
-                    match state.0.tile_data.try_take(peer, cost) {
-                        Ok(held) => charge = Some(held),
-                        Err(_) => wanted = Some(Box::pin(state.0.tile_data.clone().take(peer, cost))),
-                    }
-                }
-            }
-            if wanted.is_some() {
-                break;
-            }
-            match splitter.next_frame() {
-                Ok(Some(frame)) => {
-                    frame_due = None;
-                    let held = charge.take();
-                    let (state, desc, device) = (state.clone(), desc.clone(), device.clone());
-                    running.push(async move {
-                        let frame = match TileFrame::decode(&frame) {
-                            Ok(frame) => frame,
-                            Err(e) => {
-                                state.refused(
-                                    peer,
-                                    ProblemCode::BadFrame,
-                                    format!("a tile frame for block {}", desc.name),
-                                );
-                                let tag = frame
-                                    .get(4..8)
-                                    .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                                    .min(UNKNOWN_TAG);
-                                return (problem_frame(tag, &ApiError::BadFrame(e.to_string())), held);
-                            }
-                        };
-                        let tag = frame.tag;
-                        let result = match job(&state, &desc, block, frame) {
-                            Ok(job) => run(&state, peer, &desc, &device, job).await,
-                            Err(e) => Err(e),
-                        };
-                        let pieces = match result {
-                            Ok(outputs) => result_pieces(tag, outputs),
-                            Err(e) => {
-                                state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
-                                problem_frame(tag, &e)
-                            }
-                        };
-                        (pieces, held)
-                    });
-                }
+            match intake.next(&stream) {
+                Ok(Some((frame, held))) => running.push(stream.tile(frame, held)),
                 Ok(None) => break,
                 Err(e) => {
-                    state.refused(peer, ProblemCode::BadFrame, format!("the tile stream of block {}", desc.name));
-                    let _ = tx.send((problem_frame(STREAM_TAG, &ApiError::BadFrame(e.to_string())), None)).await;
+                    stream.refused(ProblemCode::BadFrame, "the tile stream");
+                    stream.close(ApiError::BadFrame(e.to_string())).await;
                     return;
                 }
             }
         }
         let draining_now = *draining.borrow();
-        if running.is_empty() && (body_done || draining_now) {
-            if draining_now && !(body_done && splitter.is_empty()) {
-                let _ = tx.send((problem_frame(STREAM_TAG, &ApiError::Draining), None)).await;
-            } else if !splitter.is_empty() {
-                let e = ApiError::BadFrame("the stream ended inside a frame".into());
-                let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
+        if running.is_empty()
+            && let Some(why) = intake.ending(body_done, draining_now)
+        {
+            if let Some(e) = why {
+                stream.close(e).await;
             }
             return;
         }
-        let room = running.len() < depth && !body_done && !draining_now && wanted.is_none();
-        frame_due = match splitter.arriving() {
+        let room = running.len() < depth && !body_done && !draining_now && intake.wanted.is_none();
+        intake.frame_due = match intake.splitter.arriving() {
             Some(length) if room => {
-                frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
+                intake.frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
             }
             _ => None,
         };
+        let taking = &stream.taking;
         tokio::select! {
-            () = tokio::time::sleep_until(frame_due.unwrap_or_else(tokio::time::Instant::now)), if frame_due.is_some() => {
-                let secs = frame_time(limits, splitter.arriving().unwrap_or(0)).as_secs();
-                let e = ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"));
-                state.refused(peer, ProblemCode::BadFrame, format!("the tile stream of block {}", desc.name));
-                let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
+            () = tokio::time::sleep_until(intake.frame_due.unwrap_or_else(tokio::time::Instant::now)), if intake.frame_due.is_some() => {
+                let secs = frame_time(limits, intake.splitter.arriving().unwrap_or(0)).as_secs();
+                stream.refused(ProblemCode::BadFrame, "the tile stream");
+                stream.close(ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"))).await;
                 return;
             }
             () = tokio::time::sleep_until(taking.last() + limits.stream_idle),
-                if wanted.is_some() && taking.holding.load(Ordering::SeqCst) > 0 =>
+                if intake.wanted.is_some() && taking.holding.load(Ordering::SeqCst) > 0 =>
             {
                 if taking.last().elapsed() >= limits.stream_idle {
-                    results_unread(&state, peer, &desc, due.as_ref());
+                    results_unread(&stream.state, stream.peer, &stream.desc, stream.due.as_ref());
                     return;
                 }
             }
-            held = async { wanted.as_mut().expect("waiting for room").await }, if wanted.is_some() => {
-                wanted = None;
-                charge = Some(held);
+            held = async { intake.wanted.as_mut().expect("waiting for room").await }, if intake.wanted.is_some() => {
+                intake.wanted = None;
+                intake.charge = Some(held);
             }
             Some((pieces, held)) = running.next(), if !running.is_empty() => {
-                let answer = (pieces, held.map(|held| Share::new(held, &taking)));
-                match tokio::time::timeout(limits.stream_idle, tx.send(answer)).await {
-                    Ok(Ok(())) => {}
-                    // The program went away; its tiles in flight finish and are dropped.
-                    Ok(Err(_)) => return,
-                    // A program that reads no result for this long holds a stream, tiles and
-                    // buffers for nothing: the stream ends (the program sees it end early).
-                    Err(_) => {
-                        results_unread(&state, peer, &desc, due.as_ref());
-                        return;
-                    }
+                if !stream.deliver(pieces, held).await {
+                    return;
                 }
             }
             chunk = tokio::time::timeout(limits.stream_idle, data.next()), if room => match chunk {
-                Ok(Some(Ok(bytes))) => splitter.push(&bytes),
+                Ok(Some(Ok(bytes))) => intake.splitter.push(&bytes),
                 Ok(Some(Err(_))) => return, // the program reset the stream
                 Ok(None) => body_done = true,
                 Err(_) if running.is_empty() => {
-                    let e = ApiError::BadFrame(format!("no frame for {} s: the stream is closed", limits.stream_idle.as_secs()));
-                    let _ = tx.send((problem_frame(STREAM_TAG, &e), None)).await;
+                    let secs = limits.stream_idle.as_secs();
+                    stream.close(ApiError::BadFrame(format!("no frame for {secs} s: the stream is closed"))).await;
                     return;
                 }
                 Err(_) => {}

@@ -177,16 +177,7 @@ fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     runtime_dir();
     let cli: Cli = xcd_cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                // naga's SPIR-V reader warns about NoContraction on every float operation of a
-                // client's kernel; the decoration is ours (docs/kernels.md), so say nothing.
-                .unwrap_or_else(|_| "warn,naga=error,xcd=info,xcd_api=info".into()),
-        )
-        .init();
+    init_logging();
 
     let home = home();
     let identity = match Identity::load_or_create(&home) {
@@ -218,24 +209,10 @@ fn main() -> ExitCode {
     let forms = if cli.trust_forms { xcd_engine::FormPolicy::Trust } else { xcd_engine::FormPolicy::Remake };
     let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() }
         .with_memory(cli.memory << 20);
-    let inventory = xcd_engine::discover_with(xcd_engine::Options {
-        tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),
-        forms,
-        // A device keeps no more whole arrays than the daemon does (on llvmpipe, host memory).
-        whole_bytes: limits.array_cache_bytes.min(xcd_engine::whole::WHOLE_BYTES_KEPT),
-        ..xcd_engine::Options::default()
-    });
-    let devices = select(inventory.devices, cli.devices.as_deref());
-    if devices.is_empty() {
-        for note in &inventory.notes {
-            eprintln!("xcd: {note}");
-        }
-        let which = cli.devices.as_deref().map(|d| format!(" matching -devices {d}")).unwrap_or_default();
-        return fail(
-            EXIT_UNAVAILABLE,
-            format!("no device{which} to serve; `xcrun devices` lists this machine's devices"),
-        );
-    }
+    let devices = match open_devices(&cli, &limits, forms) {
+        Ok(devices) => devices,
+        Err(code) => return code,
+    };
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -264,51 +241,123 @@ fn main() -> ExitCode {
     }
     let secret_set = config.secret.is_some();
     let state = AppState::new(config, devices.clone());
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::bind((cli.listen, cli.port)).await {
-            Ok(listener) => listener,
-            Err(e) => return fail(1, format!("cannot listen on {}:{}: {e}", cli.listen, cli.port)),
-        };
-        let port = listener.local_addr().map(|a| a.port()).unwrap_or(cli.port);
-        let names: Vec<&str> = devices.iter().map(|d| d.info().id.as_str()).collect();
-        let how = if cli.plain {
-            "plain HTTP/2 and HTTP/1.1 without TLS (for a TLS-terminating proxy in front)".to_owned()
-        } else {
-            format!("certificate {}…", &identity.fingerprint_hex()[..8])
-        };
-        println!("xcd: serving {} on port {port}, {how}", names.join(", "));
-        for device in devices.iter().filter(|d| d.info().cpu) {
-            println!("xcd: {} is a CPU device: this machine has no GPU, so its tiles run on the processor", device.info().id);
+    let serving = Serving { cli, identity, devices, home, secret_set, advertised_version };
+    runtime.block_on(serve(serving, state, tls))
+}
+
+/// What the daemon serves with, once set up.
+struct Serving {
+    cli: Cli,
+    identity: Identity,
+    devices: Vec<xcd_engine::DeviceHandle>,
+    home: PathBuf,
+    secret_set: bool,
+    advertised_version: String,
+}
+
+/// Listens, says so, advertises on mDNS where asked, and serves until a signal; then drains,
+/// withdraws the advertisement and says it stopped.
+async fn serve(serving: Serving, state: AppState, tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> ExitCode {
+    let Serving { cli, identity, devices, home, secret_set, advertised_version } = serving;
+    let listener = match tokio::net::TcpListener::bind((cli.listen, cli.port)).await {
+        Ok(listener) => listener,
+        Err(e) => return fail(1, format!("cannot listen on {}:{}: {e}", cli.listen, cli.port)),
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(cli.port);
+    say_serving(&cli, port, &devices, &identity, &home, secret_set);
+    let (listen, mdns, grace) = (cli.listen, cli.mdns, cli.grace);
+    let advert = move |state: &AppState| {
+        let availability = state.availability();
+        xcd_discovery::Advert {
+            version: advertised_version.clone(),
+            pool: cli.pool.clone(),
+            layout: xcd_wire::Layout::native().to_string(),
+            fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
+            devices: devices.iter().map(|d| d.info().id.clone()).collect(),
+            accepting: availability.is_accepting(),
+            reason: availability.why(),
         }
-        if identity.created {
-            eprintln!("xcd: made a new certificate under {}", home.display());
+    };
+    let advertiser = if mdns { advertise(listen, port, &state, advert) } else { None };
+    xcd_api::serve(listener, tls, state, shutdown_signal(), Duration::from_secs(grace)).await;
+    if let Some(advertiser) = advertiser {
+        // It sees the daemon draining at its next check and withdraws the record.
+        let _ = tokio::time::timeout(ADVERT_EVERY * 2, advertiser).await;
+    }
+    eprintln!("xcd: stopped");
+    ExitCode::SUCCESS
+}
+
+/// Logs to standard error, as `RUST_LOG` says or at info for xcd's own crates.
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                // naga's SPIR-V reader warns about NoContraction on every float operation of a
+                // client's kernel; the decoration is ours (docs/kernels.md), so say nothing.
+                .unwrap_or_else(|_| "warn,naga=error,xcd=info,xcd_api=info".into()),
+        )
+        .init();
+}
+
+/// The devices to serve: every one found, or those `-devices` names; with none, the discovery
+/// notes and the exit code.
+fn open_devices(
+    cli: &Cli,
+    limits: &Limits,
+    forms: xcd_engine::FormPolicy,
+) -> Result<Vec<xcd_engine::DeviceHandle>, ExitCode> {
+    let inventory = xcd_engine::discover_with(xcd_engine::Options {
+        tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),
+        forms,
+        // A device keeps no more whole arrays than the daemon does (on llvmpipe, host memory).
+        whole_bytes: limits.array_cache_bytes.min(xcd_engine::whole::WHOLE_BYTES_KEPT),
+        ..xcd_engine::Options::default()
+    });
+    let devices = select(inventory.devices, cli.devices.as_deref());
+    if devices.is_empty() {
+        for note in &inventory.notes {
+            eprintln!("xcd: {note}");
         }
-        if !secret_set {
-            eprintln!(
-                "xcd: warning: {XC_PAR_SECRET} is not set, so this daemon takes any program that has no secret, from any address; set a secret on any network you share"
-            );
-        }
-        let advert = move |state: &AppState| {
-            let availability = state.availability();
-            xcd_discovery::Advert {
-                version: advertised_version.clone(),
-                pool: cli.pool.clone(),
-                layout: xcd_wire::Layout::native().to_string(),
-                fingerprint: (!cli.plain).then(|| identity.fingerprint_hex()),
-                devices: devices.iter().map(|d| d.info().id.clone()).collect(),
-                accepting: availability.is_accepting(),
-                reason: availability.why(),
-            }
-        };
-        let advertiser = if cli.mdns { advertise(cli.listen, port, &state, advert) } else { None };
-        xcd_api::serve(listener, tls, state, shutdown_signal(), Duration::from_secs(cli.grace)).await;
-        if let Some(advertiser) = advertiser {
-            // It sees the daemon draining at its next check and withdraws the record.
-            let _ = tokio::time::timeout(ADVERT_EVERY * 2, advertiser).await;
-        }
-        eprintln!("xcd: stopped");
-        ExitCode::SUCCESS
-    })
+        let which = cli.devices.as_deref().map(|d| format!(" matching -devices {d}")).unwrap_or_default();
+        let message = format!("no device{which} to serve; `xcrun devices` lists this machine's devices");
+        return Err(fail(EXIT_UNAVAILABLE, message));
+    }
+    Ok(devices)
+}
+
+/// The lines that say the daemon serves: its devices, port and certificate, and what to know.
+fn say_serving(
+    cli: &Cli,
+    port: u16,
+    devices: &[xcd_engine::DeviceHandle],
+    identity: &Identity,
+    home: &std::path::Path,
+    secret_set: bool,
+) {
+    let names: Vec<&str> = devices.iter().map(|d| d.info().id.as_str()).collect();
+    let how = if cli.plain {
+        "plain HTTP/2 and HTTP/1.1 without TLS (for a TLS-terminating proxy in front)".to_owned()
+    } else {
+        format!("certificate {}…", &identity.fingerprint_hex()[..8])
+    };
+    println!("xcd: serving {} on port {port}, {how}", names.join(", "));
+    for device in devices.iter().filter(|d| d.info().cpu) {
+        println!(
+            "xcd: {} is a CPU device: this machine has no GPU, so its tiles run on the processor",
+            device.info().id
+        );
+    }
+    if identity.created {
+        eprintln!("xcd: made a new certificate under {}", home.display());
+    }
+    if !secret_set {
+        eprintln!(
+            "xcd: warning: {XC_PAR_SECRET} is not set, so this daemon takes any program that has no secret, from any address; set a secret on any network you share"
+        );
+    }
 }
 
 /// How often the advertisement is checked against the daemon's state (NIMBY hours, draining).

@@ -23,10 +23,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, TILE_HEADER_WORDS, WORKGROUP_SIZE};
+use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, WORKGROUP_SIZE};
 
 use crate::forms::{FormPolicy, Source};
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
@@ -37,6 +36,7 @@ use crate::{Backend, EngineError, Found, Served, TileJob, TileOutput};
 const SLOT_BYTES: u64 = 256;
 
 mod buffers;
+mod dispatch;
 pub use buffers::TILE_BUFFERS_KEPT;
 
 /// Finds wgpu adapters, leaving to CUDA the NVIDIA GPUs it serves (`cuda`).
@@ -408,188 +408,17 @@ impl Backend for WgpuDevice {
     }
 
     fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError> {
-        let id = job.block;
-        let count = job.tile.count;
-        self.runs += 1;
-        let runs = self.runs;
-        let needs_growth = self
-            .kernels
-            .get_mut(&id)
-            .map(|k| {
-                k.used = runs;
-                k.capacity < count
-            })
-            .ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
-        if needs_growth {
-            self.grow(id, desc, count)?;
-        }
-        let wholes: Vec<(wgpu::Buffer, u64)> = job
-            .whole
-            .iter()
-            .map(|w| Ok((self.whole_buffer(w)?, w.data.len() as u64)))
-            .collect::<Result<_, EngineError>>()?;
-
-        // Split the tile into dispatches the device's workgroup limit allows.
-        let per_dispatch = u64::from(self.max_workgroups.max(1)) * u64::from(WORKGROUP_SIZE);
-        let dispatches = u64::from(count).div_ceil(per_dispatch);
-        let slot = self.slot_bytes;
-        let mut uniform_bytes = vec![0u8; (dispatches * slot) as usize];
-        for d in 0..dispatches {
-            let first = (d * per_dispatch) as u32;
-            let words: Vec<u32> = job.tile.header(first).into_iter().chain(job.params.iter().copied()).collect();
-            debug_assert_eq!(words.len(), TILE_HEADER_WORDS + desc.params.len());
-            let at = (d * slot) as usize;
-            for (k, word) in words.iter().enumerate() {
-                uniform_bytes[at + 4 * k..at + 4 * k + 4].copy_from_slice(&word.to_le_bytes());
-            }
-        }
-        let device_id = self.info.id.clone();
-        let fail = |reason: String| EngineError::Launch { device: device_id.clone(), block: desc.name.clone(), reason };
-
-        let uniform_needed = uniform_bytes.len() as u64;
-        let kernel = self.kernels.get_mut(&id).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
-        if kernel.uniform.size() < uniform_needed {
-            kernel.uniform = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("uniform"),
-                size: uniform_needed,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-        }
-        let kernel = &self.kernels[&id];
-        let device = &self.device;
-        let queue = &self.queue;
-
+        let wholes = self.ready(desc, job)?;
+        let plan = self.plan(desc, job);
+        self.ensure_uniform(job.block, plan.uniform.len() as u64)?;
+        let kernel = self.kernels.get(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
         let needed = kernel.held + job.whole.iter().map(|w| w.data.len() as u64).sum::<u64>();
-        let readback_slice = self.scoped(
-            needed,
-            || {
-                queue.write_buffer(&kernel.uniform, 0, &uniform_bytes);
-                if let Some(cut) = &kernel.cut {
-                    queue.write_buffer(cut, 0, &[0u8; 8]);
-                }
-                for (index, data) in desc.tile_inputs().zip(&job.inputs) {
-                    if let Some(buffer) = &kernel.per_item[index] {
-                        queue.write_buffer(buffer, 0, data);
-                    }
-                }
-                let mut entries = vec![wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &kernel.uniform,
-                        offset: 0,
-                        size: wgpu::BufferSize::new(slot),
-                    }),
-                }];
-                let mut next_whole = 0;
-                for (index, array) in desc.arrays.iter().enumerate() {
-                    // Per-item arrays are bound at the tile's size, whole arrays at theirs; the
-                    // job was checked, so there is one whole buffer per whole array.
-                    let (buffer, size) = match &kernel.per_item[index] {
-                        Some(buffer) => (buffer, u64::from(array.elem_size) * u64::from(count)),
-                        None => {
-                            let (buffer, size) = wholes.get(next_whole)?;
-                            next_whole += 1;
-                            (buffer, *size)
-                        }
-                    };
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: index as u32 + 1,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer,
-                            offset: 0,
-                            size: wgpu::BufferSize::new(size),
-                        }),
-                    });
-                }
-                if let Some(cut) = &kernel.cut {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: desc.arrays.len() as u32 + 1,
-                        resource: cut.as_entire_binding(),
-                    });
-                }
-                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(&desc.name),
-                    layout: &kernel.layout,
-                    entries: &entries,
-                });
-                let mut encoder =
-                    device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&desc.name) });
-                {
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some(&desc.name),
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(&kernel.pipeline);
-                    for d in 0..dispatches {
-                        let items = (u64::from(count) - d * per_dispatch).min(per_dispatch);
-                        pass.set_bind_group(0, &bind_group, &[(d * slot) as u32]);
-                        pass.dispatch_workgroups(items.div_ceil(u64::from(WORKGROUP_SIZE)) as u32, 1, 1);
-                    }
-                }
-                let mut offset = 0u64;
-                let mut slices = Vec::new();
-                for index in desc.tile_outputs() {
-                    let bytes = u64::from(desc.arrays[index].elem_size) * u64::from(count);
-                    if let Some(buffer) = &kernel.per_item[index] {
-                        encoder.copy_buffer_to_buffer(buffer, 0, &kernel.readback, offset, bytes);
-                    }
-                    slices.push((offset, bytes));
-                    offset += bytes;
-                }
-                if let Some(cut) = &kernel.cut {
-                    encoder.copy_buffer_to_buffer(cut, 0, &kernel.readback, offset, 4);
-                    offset += 4;
-                }
-                let submission = queue.submit([encoder.finish()]);
-                Some((slices, offset, submission))
-            },
-            fail,
-        )?;
-        let Some((slices, total, submission)) = readback_slice else {
+        let submitted =
+            self.scoped(needed, || self.submit(kernel, desc, job, &wholes, &plan), |e| self.failed(desc, e))?;
+        let Some(submitted) = submitted else {
             return Err(EngineError::BadJob("the tile carries fewer whole arrays than the block binds".into()));
         };
-
-        let (tx, rx) = mpsc::channel();
-        kernel.readback.map_async(wgpu::MapMode::Read, 0..total, move |result| {
-            let _ = tx.send(result);
-        });
-        match device.poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: Some(deadline) }) {
-            Ok(_) => {}
-            Err(wgpu::PollError::Timeout) => {
-                return Err(EngineError::Deadline {
-                    device: self.info.id.clone(),
-                    block: desc.name.clone(),
-                    seconds: deadline.as_secs().max(1),
-                });
-            }
-            Err(e) => return Err(fail(e.to_string())),
-        }
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(fail(e.to_string())),
-            Err(_) => return Err(fail("the read-back never completed".into())),
-        }
-        let (outputs, cut) = {
-            let view = kernel.readback.get_mapped_range(0..total).map_err(|e| fail(e.to_string()))?;
-            let outputs = slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect();
-            let word = view[(total - 4) as usize..].try_into().map(u32::from_le_bytes).unwrap_or(0);
-            (outputs, if kernel.cut.is_some() { word } else { 0 })
-        };
-        kernel.readback.unmap();
-        if cut != 0 {
-            let reason = if cut == xcd_forms::CUT_LOOP {
-                "it cut a loop short (the software Vulkan device ends loops after about 65,535 iterations per 8 items)"
-            } else {
-                "it met a subnormal float, which this device flushes to zero"
-            };
-            return Err(EngineError::Inexact {
-                device: self.info.id.clone(),
-                block: desc.name.clone(),
-                reason: reason.into(),
-            });
-        }
-        Ok(TileOutput { outputs })
+        self.read_back(kernel, desc, submitted, deadline)
     }
 }
 

@@ -74,46 +74,51 @@ pub fn check_at(
             steps.push(("secret", Ok(if secret.is_some() { "accepted".into() } else { "none needed".into() })));
             steps.push(("version", Ok(xcd_wire::VERSION.to_owned())));
             steps.push(("layout", Ok(xcd_wire::Layout::native().to_string())));
-            let mut takes = Vec::new();
-            for device in &daemon.devices {
-                match xcd_engine::form_for(device.backend, forms, xcd_engine::FormPolicy::Remake) {
-                    Some(form) => takes.push(format!("{} takes {form}", device.id)),
-                    None => {
-                        steps.push((
-                            "forms",
-                            Err(format!(
-                                "the daemon has no form for its GPU: {} needs {}; the block must carry its WGSL",
-                                device.id,
-                                xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0]
-                            )),
-                        ));
-                        return steps;
-                    }
-                }
-            }
-            steps.push(("forms", Ok(takes.join(", "))));
+            steps.push(("forms", forms_taken(&daemon, forms)));
         }
-        Err(e) => {
-            let failed_at = match &e {
-                RemoteError::Unreachable { .. } | RemoteError::PinChanged { .. } => "tls+pin",
-                RemoteError::SecretRefused { .. } | RemoteError::SecretNotSet { .. } => "secret",
-                RemoteError::Version { .. } => "version",
-                RemoteError::Layout { .. } => "layout",
-                RemoteError::Declined { .. } => "capacity",
-                RemoteError::NoForm { .. } => "forms",
-                RemoteError::Failed { .. } | RemoteError::Stalled { .. } | RemoteError::NotFound(_) => "daemon",
-            };
-            let passed: &[&str] = match failed_at {
-                "secret" => &["tls+pin"],
-                "version" | "capacity" | "daemon" => &["tls+pin", "secret"],
-                "layout" => &["tls+pin", "secret", "version"],
-                _ => &[],
-            };
-            for step in passed {
-                steps.push((step, Ok("ok".into())));
-            }
-            steps.push((failed_at, Err(e.to_string())));
-        }
+        Err(e) => refused(&mut steps, e),
     }
     steps
+}
+
+/// Which form each of the daemon's devices takes from `forms`, or the first device that takes none.
+fn forms_taken(daemon: &Daemon, forms: &xcd_wire::Forms) -> Result<String, String> {
+    let mut takes = Vec::new();
+    for device in &daemon.devices {
+        match xcd_engine::form_for(device.backend, forms, xcd_engine::FormPolicy::Remake) {
+            Some(form) => takes.push(format!("{} takes {form}", device.id)),
+            None => {
+                return Err(format!(
+                    "the daemon has no form for its GPU: {} needs {}; the block must carry its WGSL",
+                    device.id,
+                    xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0]
+                ));
+            }
+        }
+    }
+    Ok(takes.join(", "))
+}
+
+/// The steps of a connection the daemon refused: those before the refusal passed, then the
+/// step that failed, with what to do.
+fn refused(steps: &mut Vec<Step>, e: RemoteError) {
+    let failed_at = match &e {
+        RemoteError::Unreachable { .. } | RemoteError::PinChanged { .. } => "tls+pin",
+        RemoteError::SecretRefused { .. } | RemoteError::SecretNotSet { .. } => "secret",
+        RemoteError::Version { .. } => "version",
+        RemoteError::Layout { .. } => "layout",
+        RemoteError::Declined { .. } => "capacity",
+        RemoteError::NoForm { .. } => "forms",
+        RemoteError::Failed { .. } | RemoteError::Stalled { .. } | RemoteError::NotFound(_) => "daemon",
+    };
+    let passed: &[&str] = match failed_at {
+        "secret" => &["tls+pin"],
+        "version" | "capacity" | "daemon" => &["tls+pin", "secret"],
+        "layout" => &["tls+pin", "secret", "version"],
+        _ => &[],
+    };
+    for step in passed {
+        steps.push((step, Ok("ok".into())));
+    }
+    steps.push((failed_at, Err(e.to_string())));
 }

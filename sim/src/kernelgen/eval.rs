@@ -169,17 +169,7 @@ impl Item<'_> {
             }
             E::Conv(to, from, x) => {
                 let v = self.expr(x);
-                match (to, from) {
-                    (T::U, T::F) => V::U(f_to_u(v.f())),
-                    (T::I, T::F) => V::I(f_to_i(v.f())),
-                    (T::F, T::U) => V::F(v.u() as f32),
-                    (T::F, T::I) => V::F(v.i() as f32),
-                    (T::F, T::B) => V::F(if v.b() { 1.0 } else { 0.0 }),
-                    (T::B, T::F) => V::B(v.f() != 0.0),
-                    (T::B, _) => V::B(v.u() != 0),
-                    (_, T::B) => typed(*to, u32::from(v.b())),
-                    _ => typed(*to, v.u()),
-                }
+                convert(*to, *from, v)
             }
             E::Bitcast(to, from, x) => {
                 let v = self.expr(x);
@@ -188,22 +178,27 @@ impl Item<'_> {
             }
             E::Helper(x, y) => {
                 let (x, y) = (self.expr(x), self.expr(y));
-                let saved = std::mem::replace(&mut self.vars, vec![x, y, y]);
-                let c = self.expr(&self.k.helper_if);
-                if c.b() {
-                    let t = self.expr(&self.k.helper_t);
-                    self.vars[2] = t;
-                }
-                let out = self.expr(&self.k.helper_ret);
-                self.vars = saved;
-                let _ = HELPER_VARS;
-                out
+                self.helper(x, y)
             }
             E::Call(f, t, args) => {
                 let a: Vec<V> = args.iter().map(|x| self.expr(x)).collect();
                 call(*f, *t, &a)
             }
         }
+    }
+
+    /// The kernel's helper function called with `x` and `y`, on variables of its own.
+    fn helper(&mut self, x: V, y: V) -> V {
+        let saved = std::mem::replace(&mut self.vars, vec![x, y, y]);
+        let c = self.expr(&self.k.helper_if);
+        if c.b() {
+            let t = self.expr(&self.k.helper_t);
+            self.vars[2] = t;
+        }
+        let out = self.expr(&self.k.helper_ret);
+        self.vars = saved;
+        let _ = HELPER_VARS;
+        out
     }
 
     fn block(&mut self, body: &[S]) -> Flow {
@@ -443,4 +438,19 @@ pub fn run(k: &Kernel, inputs: &Inputs, start: usize, count: u32) -> (Vec<u32>, 
         g.push(canonical(f));
     }
     (o, g)
+}
+
+/// WGSL's conversion of `v` from type `from` to `to` (floats to integers clamped, as naga writes).
+fn convert(to: T, from: T, v: V) -> V {
+    match (to, from) {
+        (T::U, T::F) => V::U(f_to_u(v.f())),
+        (T::I, T::F) => V::I(f_to_i(v.f())),
+        (T::F, T::U) => V::F(v.u() as f32),
+        (T::F, T::I) => V::F(v.i() as f32),
+        (T::F, T::B) => V::F(if v.b() { 1.0 } else { 0.0 }),
+        (T::B, T::F) => V::B(v.f() != 0.0),
+        (T::B, _) => V::B(v.u() != 0),
+        (_, T::B) => typed(to, u32::from(v.b())),
+        _ => typed(to, v.u()),
+    }
 }
