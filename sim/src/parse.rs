@@ -7,6 +7,9 @@ use std::collections::HashMap;
 
 use crate::SimError;
 
+/// An instruction's operand `k`, or why it has none.
+type Operand<'o> = dyn Fn(usize) -> Result<&'o str, SimError> + 'o;
+
 /// A register slot, or an immediate value (its bits).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Src {
@@ -182,8 +185,10 @@ impl Parser {
         Ok((self.dst(reg)?, off))
     }
 
-    fn instruction(&mut self, text: &str, pending: &mut Vec<(usize, String)>, at: usize) -> Result<Instr, SimError> {
-        let (guard, rest) = match text.strip_prefix('@') {
+    /// An instruction's guard predicate (`@p` or `@!p`), if any, and the rest of its text.
+    #[allow(clippy::type_complexity)]
+    fn guard<'t>(&mut self, text: &'t str) -> Result<(Option<(usize, bool)>, &'t str), SimError> {
+        Ok(match text.strip_prefix('@') {
             Some(rest) => {
                 let (g, rest) = rest.split_once(' ').ok_or_else(|| bad(self.line, text))?;
                 let (neg, g) = match g.strip_prefix('!') {
@@ -193,7 +198,114 @@ impl Parser {
                 (Some((self.reg(g), neg)), rest.trim())
             }
             None => (None, text),
+        })
+    }
+
+    /// A two-operand arithmetic instruction; float add, sub, mul and div must round to nearest
+    /// (`.rn`), which ptxas never contracts into a fused multiply-add.
+    fn binary(&mut self, parts: &[&str], n: &Operand<'_>, text: &str, opcode: &str) -> Result<Op, SimError> {
+        let name: &'static str = match parts[0] {
+            "add" => "add",
+            "sub" => "sub",
+            "mul" => "mul",
+            "div" => "div",
+            "rem" => "rem",
+            "and" => "and",
+            "or" => "or",
+            "xor" => "xor",
+            "shl" => "shl",
+            "shr" => "shr",
+            "min" => "min",
+            _ => "max",
         };
+        let t = parts.last().and_then(|t| ty(t)).ok_or_else(|| bad(self.line, text))?;
+        if t == Ty::F32 && matches!(name, "add" | "sub" | "mul" | "div") && parts.get(1) != Some(&"rn") {
+            return Err(bad(self.line, format!("{opcode} without .rn (ptxas could contract it)")));
+        }
+        Ok(Op::Bin { op: name, ty: t, d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)? })
+    }
+
+    /// A one-operand instruction; `sqrt` must round to nearest.
+    fn unary(&mut self, parts: &[&str], n: &Operand<'_>, text: &str) -> Result<Op, SimError> {
+        let name: &'static str = match parts[0] {
+            "neg" => "neg",
+            "abs" => "abs",
+            "not" => "not",
+            "sqrt" => "sqrt",
+            "popc" => "popc",
+            "clz" => "clz",
+            "brev" => "brev",
+            _ => "bfind",
+        };
+        if name == "sqrt" && parts.get(1) != Some(&"rn") {
+            return Err(bad(self.line, "sqrt without .rn"));
+        }
+        Ok(Op::Un {
+            op: name,
+            ty: parts.last().and_then(|t| ty(t)).ok_or_else(|| bad(self.line, text))?,
+            d: self.dst(n(0)?)?,
+            a: self.src(n(1)?)?,
+        })
+    }
+
+    /// A load or store in global or local memory.
+    fn memory(&mut self, parts: &[&str], n: &Operand<'_>, text: &str, opcode: &str) -> Result<Op, SimError> {
+        let space = match parts.get(1) {
+            Some(&"global") => Space::Global,
+            Some(&"local") => Space::Local,
+            _ => return Err(bad(self.line, format!("the state space of {opcode}"))),
+        };
+        let t = parts.last().and_then(|t| ty(t)).ok_or_else(|| bad(self.line, text))?;
+        Ok(if parts[0] == "ld" {
+            let (addr, off) = self.address(n(1)?)?;
+            Op::Ld { space, ty: t, d: self.dst(n(0)?)?, addr, off }
+        } else {
+            let (addr, off) = self.address(n(0)?)?;
+            Op::St { space, ty: t, addr, off, a: self.src(n(1)?)? }
+        })
+    }
+
+    /// A comparison setting a predicate.
+    fn comparison(&mut self, parts: &[&str], n: &Operand<'_>, text: &str, opcode: &str) -> Result<Op, SimError> {
+        let cmp = match parts.get(1) {
+            Some(&"eq") => Cmp::Eq,
+            Some(&"ne") => Cmp::Ne,
+            Some(&"lt") => Cmp::Lt,
+            Some(&"le") => Cmp::Le,
+            Some(&"gt") => Cmp::Gt,
+            Some(&"ge") => Cmp::Ge,
+            Some(&"neu") => Cmp::Neu,
+            _ => return Err(bad(self.line, format!("the comparison of {opcode}"))),
+        };
+        Ok(Op::Setp {
+            cmp,
+            ty: parts.last().and_then(|t| ty(t)).ok_or_else(|| bad(self.line, text))?,
+            d: self.dst(n(0)?)?,
+            a: self.src(n(1)?)?,
+            b: self.src(n(2)?)?,
+        })
+    }
+
+    /// A conversion, with its rounding and its two types, none flushing subnormals.
+    fn conversion(&mut self, parts: &[&str], n: &Operand<'_>, text: &str, opcode: &str) -> Result<Op, SimError> {
+        let (round, types) = match parts.get(1).copied() {
+            Some("rn") => (Round::Rn, &parts[2..]),
+            Some("rzi") => (Round::Rzi, &parts[2..]),
+            Some("rmi") => (Round::Rmi, &parts[2..]),
+            Some("rpi") => (Round::Rpi, &parts[2..]),
+            Some("rni") => (Round::Rni, &parts[2..]),
+            _ => (Round::None, &parts[1..]),
+        };
+        if types.len() != 2 || types.contains(&"ftz") {
+            return Err(bad(self.line, format!("the conversion {opcode}")));
+        }
+        let (to, from) = (ty(types[0]), ty(types[1]));
+        let (Some(to), Some(from)) = (to, from) else { return Err(bad(self.line, text)) };
+        Ok(Op::Cvt { round, to, from, d: self.dst(n(0)?)?, a: self.src(n(1)?)? })
+    }
+
+    fn instruction(&mut self, text: &str, pending: &mut Vec<(usize, String)>, at: usize) -> Result<Instr, SimError> {
+        let (guard, rest) = self.guard(text)?;
         let (opcode, operands) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
         let ops: Vec<&str> = if operands.trim().is_empty() { Vec::new() } else { split_operands(operands) };
         let parts: Vec<&str> = opcode.split('.').collect();
@@ -207,21 +319,7 @@ impl Parser {
                     *self.params.get(name).ok_or_else(|| bad(self.line, format!("an unknown parameter {name}")))?;
                 Op::LdParam { ty: last_ty(&parts).ok_or_else(|| bad(self.line, text))?, d: self.dst(n(0)?)?, param }
             }
-            "ld" | "st" => {
-                let space = match parts.get(1) {
-                    Some(&"global") => Space::Global,
-                    Some(&"local") => Space::Local,
-                    _ => return Err(bad(self.line, format!("the state space of {opcode}"))),
-                };
-                let t = last_ty(&parts).ok_or_else(|| bad(self.line, text))?;
-                if parts[0] == "ld" {
-                    let (addr, off) = self.address(n(1)?)?;
-                    Op::Ld { space, ty: t, d: self.dst(n(0)?)?, addr, off }
-                } else {
-                    let (addr, off) = self.address(n(0)?)?;
-                    Op::St { space, ty: t, addr, off, a: self.src(n(1)?)? }
-                }
-            }
+            "ld" | "st" => self.memory(&parts, &n, text, opcode)?,
             "mov" => {
                 let d = self.dst(n(0)?)?;
                 match n(1)? {
@@ -233,91 +331,20 @@ impl Parser {
                 }
             }
             "cvta" => Op::Cvta { d: self.dst(n(0)?)?, a: self.src(n(1)?)? },
+            "mul" if parts.get(1) == Some(&"wide") => {
+                return Ok(Instr {
+                    guard,
+                    op: Op::MulWide { d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)? },
+                });
+            }
             "add" | "sub" | "mul" | "div" | "rem" | "and" | "or" | "xor" | "shl" | "shr" | "min" | "max" => {
-                let name: &'static str = match parts[0] {
-                    "add" => "add",
-                    "sub" => "sub",
-                    "mul" if parts.get(1) == Some(&"wide") => {
-                        return Ok(Instr {
-                            guard,
-                            op: Op::MulWide { d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)? },
-                        });
-                    }
-                    "mul" => "mul",
-                    "div" => "div",
-                    "rem" => "rem",
-                    "and" => "and",
-                    "or" => "or",
-                    "xor" => "xor",
-                    "shl" => "shl",
-                    "shr" => "shr",
-                    "min" => "min",
-                    _ => "max",
-                };
-                let t = last_ty(&parts).ok_or_else(|| bad(self.line, text))?;
-                if t == Ty::F32 && matches!(name, "add" | "sub" | "mul" | "div") && parts.get(1) != Some(&"rn") {
-                    return Err(bad(self.line, format!("{opcode} without .rn (ptxas could contract it)")));
-                }
-                Op::Bin { op: name, ty: t, d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)? }
+                self.binary(&parts, &n, text, opcode)?
             }
             "mad" => Op::Mad { d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)?, c: self.src(n(3)?)? },
-            "neg" | "abs" | "not" | "sqrt" | "popc" | "clz" | "brev" | "bfind" => {
-                let name: &'static str = match parts[0] {
-                    "neg" => "neg",
-                    "abs" => "abs",
-                    "not" => "not",
-                    "sqrt" => "sqrt",
-                    "popc" => "popc",
-                    "clz" => "clz",
-                    "brev" => "brev",
-                    _ => "bfind",
-                };
-                if name == "sqrt" && parts.get(1) != Some(&"rn") {
-                    return Err(bad(self.line, "sqrt without .rn"));
-                }
-                Op::Un {
-                    op: name,
-                    ty: last_ty(&parts).ok_or_else(|| bad(self.line, text))?,
-                    d: self.dst(n(0)?)?,
-                    a: self.src(n(1)?)?,
-                }
-            }
-            "setp" => {
-                let cmp = match parts.get(1) {
-                    Some(&"eq") => Cmp::Eq,
-                    Some(&"ne") => Cmp::Ne,
-                    Some(&"lt") => Cmp::Lt,
-                    Some(&"le") => Cmp::Le,
-                    Some(&"gt") => Cmp::Gt,
-                    Some(&"ge") => Cmp::Ge,
-                    Some(&"neu") => Cmp::Neu,
-                    _ => return Err(bad(self.line, format!("the comparison of {opcode}"))),
-                };
-                Op::Setp {
-                    cmp,
-                    ty: last_ty(&parts).ok_or_else(|| bad(self.line, text))?,
-                    d: self.dst(n(0)?)?,
-                    a: self.src(n(1)?)?,
-                    b: self.src(n(2)?)?,
-                }
-            }
+            "neg" | "abs" | "not" | "sqrt" | "popc" | "clz" | "brev" | "bfind" => self.unary(&parts, &n, text)?,
+            "setp" => self.comparison(&parts, &n, text, opcode)?,
             "selp" => Op::Selp { d: self.dst(n(0)?)?, a: self.src(n(1)?)?, b: self.src(n(2)?)?, c: self.src(n(3)?)? },
-            "cvt" => {
-                let (round, types) = match parts.get(1).copied() {
-                    Some("rn") => (Round::Rn, &parts[2..]),
-                    Some("rzi") => (Round::Rzi, &parts[2..]),
-                    Some("rmi") => (Round::Rmi, &parts[2..]),
-                    Some("rpi") => (Round::Rpi, &parts[2..]),
-                    Some("rni") => (Round::Rni, &parts[2..]),
-                    _ => (Round::None, &parts[1..]),
-                };
-                if types.len() != 2 || types.contains(&"ftz") {
-                    return Err(bad(self.line, format!("the conversion {opcode}")));
-                }
-                let (to, from) = (ty(types[0]), ty(types[1]));
-                let (Some(to), Some(from)) = (to, from) else { return Err(bad(self.line, text)) };
-                Op::Cvt { round, to, from, d: self.dst(n(0)?)?, a: self.src(n(1)?)? }
-            }
+            "cvt" => self.conversion(&parts, &n, text, opcode)?,
             "bfe" => Op::Bfe {
                 signed: parts.get(1) == Some(&"s32"),
                 d: self.dst(n(0)?)?,

@@ -175,133 +175,12 @@ impl Rewriter<'_> {
         }
         let span = self.old.get_span(old);
         let e = self.old[old].clone();
-        let float = self.kind(old) == Some(ScalarKind::Float);
-        let size = self.size(old);
         let new = match e {
-            Expression::Math { fun, arg, arg1, arg2, .. } => {
-                let a = self.get(arg)?;
-                let b = arg1.map(|h| self.get(h)).transpose()?;
-                let c = arg2.map(|h| self.get(h)).transpose()?;
-                let arg_float = self.kind(arg) == Some(ScalarKind::Float);
-                let arg_size = self.size(arg);
-                match (fun, b, c) {
-                    (Mf::Min | Mf::Max, Some(b), _) if float => self.min_max(fun, a, b, span),
-                    (Mf::Clamp, Some(lo), Some(hi)) => {
-                        if float {
-                            let m = self.min_max(Mf::Max, a, lo, span);
-                            self.min_max(Mf::Min, m, hi, span)
-                        } else {
-                            let m = self.math(Mf::Max, &[a, lo], span);
-                            self.math(Mf::Min, &[m, hi], span)
-                        }
-                    }
-                    (Mf::Saturate, _, _) => {
-                        let (zero, one) = (
-                            self.literal(ScalarKind::Float, 0.0, size, span),
-                            self.literal(ScalarKind::Float, 1.0, size, span),
-                        );
-                        let m = self.min_max(Mf::Max, a, zero, span);
-                        self.min_max(Mf::Min, m, one, span)
-                    }
-                    (Mf::Dot, Some(b), _) => self.dot(a, b, arg_size.map_or(1, |s| s as u32), span),
-                    (Mf::Length, _, _) => self.length(a, arg_size, span),
-                    (Mf::Distance, Some(b), _) => {
-                        let d = self.bin(Bo::Subtract, a, b, span);
-                        self.length(d, arg_size, span)
-                    }
-                    (Mf::Normalize, _, _) => {
-                        let len = self.length(a, arg_size, span);
-                        let len = self.splat(len, arg_size, span);
-                        self.bin(Bo::Divide, a, len, span)
-                    }
-                    (Mf::Cross, Some(b), _) => {
-                        let mut parts = Vec::new();
-                        for (i, j) in [(1, 2), (2, 0), (0, 1)] {
-                            let (ai, bj, aj, bi) = (
-                                self.component(a, i, span),
-                                self.component(b, j, span),
-                                self.component(a, j, span),
-                                self.component(b, i, span),
-                            );
-                            let (l, r) = (self.bin(Bo::Multiply, ai, bj, span), self.bin(Bo::Multiply, aj, bi, span));
-                            parts.push(self.bin(Bo::Subtract, l, r, span));
-                        }
-                        let ty = self.type_handle(old);
-                        self.push(Expression::Compose { ty, components: parts }, span)
-                    }
-                    (Mf::Sign, _, _) => {
-                        let kind = self.kind(old).unwrap_or(ScalarKind::Float);
-                        let zero = self.literal(kind, 0.0, size, span);
-                        let one = self.literal(kind, 1.0, size, span);
-                        let minus = self.literal(kind, -1.0, size, span);
-                        let gt = self.bin(Bo::Greater, a, zero, span);
-                        let lt = self.bin(Bo::Less, a, zero, span);
-                        let s = self.select(gt, one, zero, span);
-                        self.select(lt, minus, s, span)
-                    }
-                    (Mf::Fract, _, _) => {
-                        let f = self.math(Mf::Floor, &[a], span);
-                        self.bin(Bo::Subtract, a, f, span)
-                    }
-                    (Mf::Step, Some(x), _) => {
-                        let (zero, one) = (
-                            self.literal(ScalarKind::Float, 0.0, size, span),
-                            self.literal(ScalarKind::Float, 1.0, size, span),
-                        );
-                        let le = self.bin(Bo::LessEqual, a, x, span);
-                        self.select(le, one, zero, span)
-                    }
-                    (Mf::Mix, Some(b), Some(t)) => {
-                        let t =
-                            if self.size(arg2.unwrap_or(arg)).is_none() { self.splat(t, arg_size, span) } else { t };
-                        let one = self.literal(ScalarKind::Float, 1.0, arg_size, span);
-                        let rest = self.bin(Bo::Subtract, one, t, span);
-                        let l = self.bin(Bo::Multiply, a, rest, span);
-                        let r = self.bin(Bo::Multiply, b, t, span);
-                        self.bin(Bo::Add, l, r, span)
-                    }
-                    (Mf::ExtractBits, Some(offset), Some(count)) => {
-                        let (o, c) = self.clamp_bits(offset, count, span);
-                        self.math(Mf::ExtractBits, &[a, o, c], span)
-                    }
-                    (Mf::InsertBits, Some(bits), Some(offset)) => {
-                        let count = match self.old[old] {
-                            Expression::Math { arg3: Some(count), .. } => self.get(count)?,
-                            _ => return Err(internal("insertBits without a count")),
-                        };
-                        let (o, c) = self.clamp_bits(offset, count, span);
-                        self.math(Mf::InsertBits, &[a, bits, o, c], span)
-                    }
-                    _ => {
-                        let _ = arg_float;
-                        let e = self.remap(self.old[old].clone())?;
-                        self.push(e, span)
-                    }
-                }
-            }
+            Expression::Math { fun, arg, arg1, arg2, .. } => self.lower_math(old, fun, arg, arg1, arg2, span)?,
             Expression::As { expr, kind: kind @ (ScalarKind::Sint | ScalarKind::Uint), convert }
                 if self.kind(expr) == Some(ScalarKind::Float) =>
             {
-                let x = self.get(expr)?;
-                let size = self.size(expr);
-                match convert {
-                    Some(_) => {
-                        let converted = self.push(Expression::As { expr: x, kind, convert }, span);
-                        // Not `x != x`: naga writes that as the ordered not-equal, false for NaN.
-                        let same = self.bin(Bo::Equal, x, x, span);
-                        let nan =
-                            self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: same }, span);
-                        let zero = self.literal(kind, 0.0, size, span);
-                        self.select(nan, zero, converted, span)
-                    }
-                    None => {
-                        let bits = self.canonical_bits(x, size, span);
-                        match kind {
-                            ScalarKind::Uint => bits,
-                            _ => self.push(Expression::As { expr: bits, kind, convert }, span),
-                        }
-                    }
-                }
+                self.float_to_int(expr, kind, convert, span)?
             }
             // naga writes float `!=` as SPIR-V's ordered not-equal, false for NaN; IEEE (and
             // every other form) says true: `!(a == b)` is the same everywhere.
@@ -323,6 +202,183 @@ impl Rewriter<'_> {
         };
         self.map[old.index()] = Some(new);
         Ok(())
+    }
+
+    /// Rewrites a math function the exact subset writes out: min, max and clamp of floats as
+    /// comparisons (NaN and signed zeros as WGSL says), saturate, sign, fract, step, mix, and
+    /// the bit fields with their counts clamped; the geometric ones in [`Self::lower_geometric`].
+    fn lower_math(
+        &mut self,
+        old: Handle<Expression>,
+        fun: Mf,
+        arg: Handle<Expression>,
+        arg1: Option<Handle<Expression>>,
+        arg2: Option<Handle<Expression>>,
+        span: naga::Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let float = self.kind(old) == Some(ScalarKind::Float);
+        let size = self.size(old);
+        let a = self.get(arg)?;
+        let b = arg1.map(|h| self.get(h)).transpose()?;
+        let c = arg2.map(|h| self.get(h)).transpose()?;
+        let arg_float = self.kind(arg) == Some(ScalarKind::Float);
+        let arg_size = self.size(arg);
+        Ok(match (fun, b, c) {
+            (Mf::Min | Mf::Max, Some(b), _) if float => self.min_max(fun, a, b, span),
+            (Mf::Clamp, Some(lo), Some(hi)) => {
+                if float {
+                    let m = self.min_max(Mf::Max, a, lo, span);
+                    self.min_max(Mf::Min, m, hi, span)
+                } else {
+                    let m = self.math(Mf::Max, &[a, lo], span);
+                    self.math(Mf::Min, &[m, hi], span)
+                }
+            }
+            (Mf::Saturate, _, _) => {
+                let (zero, one) = (
+                    self.literal(ScalarKind::Float, 0.0, size, span),
+                    self.literal(ScalarKind::Float, 1.0, size, span),
+                );
+                let m = self.min_max(Mf::Max, a, zero, span);
+                self.min_max(Mf::Min, m, one, span)
+            }
+            (Mf::Sign, _, _) => {
+                let kind = self.kind(old).unwrap_or(ScalarKind::Float);
+                let zero = self.literal(kind, 0.0, size, span);
+                let one = self.literal(kind, 1.0, size, span);
+                let minus = self.literal(kind, -1.0, size, span);
+                let gt = self.bin(Bo::Greater, a, zero, span);
+                let lt = self.bin(Bo::Less, a, zero, span);
+                let s = self.select(gt, one, zero, span);
+                self.select(lt, minus, s, span)
+            }
+            (Mf::Fract, _, _) => {
+                let f = self.math(Mf::Floor, &[a], span);
+                self.bin(Bo::Subtract, a, f, span)
+            }
+            (Mf::Step, Some(x), _) => {
+                let (zero, one) = (
+                    self.literal(ScalarKind::Float, 0.0, size, span),
+                    self.literal(ScalarKind::Float, 1.0, size, span),
+                );
+                let le = self.bin(Bo::LessEqual, a, x, span);
+                self.select(le, one, zero, span)
+            }
+            (Mf::Mix, Some(b), Some(t)) => {
+                let t = if self.size(arg2.unwrap_or(arg)).is_none() { self.splat(t, arg_size, span) } else { t };
+                let one = self.literal(ScalarKind::Float, 1.0, arg_size, span);
+                let rest = self.bin(Bo::Subtract, one, t, span);
+                let l = self.bin(Bo::Multiply, a, rest, span);
+                let r = self.bin(Bo::Multiply, b, t, span);
+                self.bin(Bo::Add, l, r, span)
+            }
+            (Mf::ExtractBits | Mf::InsertBits, Some(b), Some(c)) => self.lower_bits(old, fun, a, b, c, span)?,
+            (Mf::Dot | Mf::Length | Mf::Distance | Mf::Normalize | Mf::Cross, _, _) => {
+                self.lower_geometric(old, fun, a, b, arg_size, span)?
+            }
+            _ => {
+                let _ = arg_float;
+                let e = self.remap(self.old[old].clone())?;
+                self.push(e, span)
+            }
+        })
+    }
+
+    /// Rewrites `extractBits(a, offset, count)` and `insertBits(a, bits, offset, count)` with
+    /// the offset and count clamped as WGSL says ([`Self::clamp_bits`]).
+    fn lower_bits(
+        &mut self,
+        old: Handle<Expression>,
+        fun: Mf,
+        a: Handle<Expression>,
+        b: Handle<Expression>,
+        c: Handle<Expression>,
+        span: naga::Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        if fun == Mf::ExtractBits {
+            let (o, c) = self.clamp_bits(b, c, span);
+            return Ok(self.math(Mf::ExtractBits, &[a, o, c], span));
+        }
+        let count = match self.old[old] {
+            Expression::Math { arg3: Some(count), .. } => self.get(count)?,
+            _ => return Err(internal("insertBits without a count")),
+        };
+        let (o, count) = self.clamp_bits(c, count, span);
+        Ok(self.math(Mf::InsertBits, &[a, b, o, count], span))
+    }
+
+    /// Rewrites dot, length, distance, normalize and cross as arithmetic in a fixed order.
+    fn lower_geometric(
+        &mut self,
+        old: Handle<Expression>,
+        fun: Mf,
+        a: Handle<Expression>,
+        b: Option<Handle<Expression>>,
+        arg_size: Option<naga::VectorSize>,
+        span: naga::Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        Ok(match (fun, b) {
+            (Mf::Dot, Some(b)) => self.dot(a, b, arg_size.map_or(1, |s| s as u32), span),
+            (Mf::Length, _) => self.length(a, arg_size, span),
+            (Mf::Distance, Some(b)) => {
+                let d = self.bin(Bo::Subtract, a, b, span);
+                self.length(d, arg_size, span)
+            }
+            (Mf::Normalize, _) => {
+                let len = self.length(a, arg_size, span);
+                let len = self.splat(len, arg_size, span);
+                self.bin(Bo::Divide, a, len, span)
+            }
+            (Mf::Cross, Some(b)) => {
+                let mut parts = Vec::new();
+                for (i, j) in [(1, 2), (2, 0), (0, 1)] {
+                    let (ai, bj, aj, bi) = (
+                        self.component(a, i, span),
+                        self.component(b, j, span),
+                        self.component(a, j, span),
+                        self.component(b, i, span),
+                    );
+                    let (l, r) = (self.bin(Bo::Multiply, ai, bj, span), self.bin(Bo::Multiply, aj, bi, span));
+                    parts.push(self.bin(Bo::Subtract, l, r, span));
+                }
+                let ty = self.type_handle(old);
+                self.push(Expression::Compose { ty, components: parts }, span)
+            }
+            _ => {
+                let e = self.remap(self.old[old].clone())?;
+                self.push(e, span)
+            }
+        })
+    }
+
+    /// A float converted to an integer: clamped as naga writes it, NaN to 0 (a `bitcast` of a
+    /// float: its canonical bits).
+    fn float_to_int(
+        &mut self,
+        expr: Handle<Expression>,
+        kind: ScalarKind,
+        convert: Option<u8>,
+        span: naga::Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let x = self.get(expr)?;
+        let size = self.size(expr);
+        Ok(match convert {
+            Some(_) => {
+                let converted = self.push(Expression::As { expr: x, kind, convert }, span);
+                // Not `x != x`: naga writes that as the ordered not-equal, false for NaN.
+                let same = self.bin(Bo::Equal, x, x, span);
+                let nan = self.push(Expression::Unary { op: naga::UnaryOperator::LogicalNot, expr: same }, span);
+                let zero = self.literal(kind, 0.0, size, span);
+                self.select(nan, zero, converted, span)
+            }
+            None => {
+                let bits = self.canonical_bits(x, size, span);
+                match kind {
+                    ScalarKind::Uint => bits,
+                    _ => self.push(Expression::As { expr: bits, kind, convert }, span),
+                }
+            }
+        })
     }
 
     /// WGSL's `o = min(offset, 32u)`, `c = min(count, 32u - o)`.

@@ -22,6 +22,13 @@ enum Target {
 }
 
 /// One function being written: the entry, or an inlined callee.
+/// An index into a value: a constant (`AccessIndex`) or an expression (`Access`).
+#[derive(Clone, Copy)]
+enum Index {
+    Const(u32),
+    Dynamic(Handle<Expression>),
+}
+
 struct Frame<'f> {
     fun: &'f Function,
     /// Types of the function's expressions.
@@ -162,40 +169,10 @@ impl<'f> Frame<'f> {
             E::Access { base, .. } | E::AccessIndex { base, .. }
                 if matches!(self.ty(w, base), TypeInner::Pointer { .. } | TypeInner::ValuePointer { .. }) =>
             {
-                let pointee = self.pointee(w, base)?;
-                let place = self.place(w, base)?;
-                let place = match self.fun.expressions[h] {
-                    E::AccessIndex { index, .. } => w.place_index(&place, &pointee, index)?,
-                    E::Access { index, .. } => {
-                        let i = self.value(w, index)?[0];
-                        w.place_access(&place, &pointee, i)?
-                    }
-                    _ => return Err(internal("an access that is not one")),
-                };
-                return Ok(Slot::Place(place));
+                return self.place_within(w, h, base).map(Slot::Place);
             }
-            E::AccessIndex { base, index } => {
-                let ty = self.ty(w, base);
-                let v = self.value(w, base)?;
-                let single = Place::Regs(vec![Alt { guard: None, leaves: v }]);
-                match w.place_index(&single, &ty, index)? {
-                    Place::Regs(alts) => alts.into_iter().next().map(|a| a.leaves).unwrap_or_default(),
-                    Place::Mem(_) => return Err(internal("a value in memory")),
-                }
-            }
-            E::Access { base, index } => {
-                let ty = self.ty(w, base);
-                let v = self.value(w, base)?;
-                let i = self.value(w, index)?[0];
-                let single = Place::Regs(vec![Alt { guard: None, leaves: v }]);
-                let pointee_of_element = match ty {
-                    TypeInner::Vector { scalar, .. } => TypeInner::Scalar(scalar),
-                    TypeInner::Array { base, .. } => module.types[base].inner.clone(),
-                    _ => return Err(internal("indexing a scalar value")),
-                };
-                let place = w.place_access(&single, &ty, i)?;
-                w.load(&place, &pointee_of_element)
-            }
+            E::AccessIndex { base, index } => self.element(w, base, Index::Const(index))?,
+            E::Access { base, index } => self.element(w, base, Index::Dynamic(index))?,
             E::Load { pointer } => {
                 let pointee = self.pointee(w, pointer)?;
                 let place = self.place(w, pointer)?;
@@ -224,10 +201,8 @@ impl<'f> Frame<'f> {
             }
             E::Math { fun, arg, arg1, arg2, arg3 } => {
                 let kind = self.kind(w, arg);
-                let mut args = vec![self.value(w, arg)?];
-                for a in [arg1, arg2, arg3].into_iter().flatten() {
-                    args.push(self.value(w, a)?);
-                }
+                let args = [Some(arg), arg1, arg2, arg3].into_iter().flatten();
+                let args = args.map(|a| self.value(w, a)).collect::<Result<Vec<_>, _>>()?;
                 w.math(fun, kind, &args)?
             }
             E::As { expr, kind, convert } => {
@@ -235,21 +210,140 @@ impl<'f> Frame<'f> {
                 let v = self.value(w, expr)?;
                 w.convert(from, kind, convert.is_none(), &v)?
             }
-            E::ArrayLength(pointer) => match self.place(w, pointer)? {
-                Place::Mem(Mem { array: Some(k), .. }) => {
-                    let len = w.arrays.get(k).map(|a| a.len).ok_or_else(|| internal("a missing array"))?;
-                    vec![w.copy(len)]
-                }
-                _ => return Err(internal("arrayLength of something other than a storage array")),
-            },
+            E::ArrayLength(pointer) => vec![self.array_length(w, pointer)?],
             E::CallResult(_) => return Err(internal("a call's result before the call")),
             _ => return Err(internal("an expression outside the exact subset")),
         }))
     }
 
+    /// `arrayLength` of a storage array: the length the kernel was given for it.
+    fn array_length(&mut self, w: &mut Writer<'_>, pointer: Handle<Expression>) -> Result<Reg, FormsError> {
+        match self.place(w, pointer)? {
+            Place::Mem(Mem { array: Some(k), .. }) => {
+                let len = w.arrays.get(k).map(|a| a.len).ok_or_else(|| internal("a missing array"))?;
+                Ok(w.copy(len))
+            }
+            _ => Err(internal("arrayLength of something other than a storage array")),
+        }
+    }
+
+    /// The place within pointer `base` that access `h` (an `Access` or `AccessIndex`) names.
+    fn place_within(
+        &mut self,
+        w: &mut Writer<'_>,
+        h: Handle<Expression>,
+        base: Handle<Expression>,
+    ) -> Result<Place, FormsError> {
+        let pointee = self.pointee(w, base)?;
+        let place = self.place(w, base)?;
+        match self.fun.expressions[h] {
+            Expression::AccessIndex { index, .. } => w.place_index(&place, &pointee, index),
+            Expression::Access { index, .. } => {
+                let i = self.value(w, index)?[0];
+                w.place_access(&place, &pointee, i)
+            }
+            _ => Err(internal("an access that is not one")),
+        }
+    }
+
+    /// Element `index` of the value `base` (a vector, array or struct held in registers).
+    fn element(&mut self, w: &mut Writer<'_>, base: Handle<Expression>, index: Index) -> Result<Vec<Reg>, FormsError> {
+        let ty = self.ty(w, base);
+        let v = self.value(w, base)?;
+        let single = Place::Regs(vec![Alt { guard: None, leaves: v }]);
+        match index {
+            Index::Const(index) => match w.place_index(&single, &ty, index)? {
+                Place::Regs(alts) => Ok(alts.into_iter().next().map(|a| a.leaves).unwrap_or_default()),
+                Place::Mem(_) => Err(internal("a value in memory")),
+            },
+            Index::Dynamic(index) => {
+                let i = self.value(w, index)?[0];
+                let pointee_of_element = match ty {
+                    TypeInner::Vector { scalar, .. } => TypeInner::Scalar(scalar),
+                    TypeInner::Array { base, .. } => w.module.types[base].inner.clone(),
+                    _ => return Err(internal("indexing a scalar value")),
+                };
+                let place = w.place_access(&single, &ty, i)?;
+                Ok(w.load(&place, &pointee_of_element))
+            }
+        }
+    }
+
     fn block(&mut self, w: &mut Writer<'_>, block: &'f naga::Block) -> Result<(), FormsError> {
         for statement in block {
             self.statement(w, statement)?;
+        }
+        Ok(())
+    }
+
+    /// A switch: a comparison and branch per case value, then each case's body in order,
+    /// falling through where the case says so.
+    fn switch(
+        &mut self,
+        w: &mut Writer<'_>,
+        selector: Handle<Expression>,
+        cases: &'f [naga::SwitchCase],
+    ) -> Result<(), FormsError> {
+        let s = self.value(w, selector)?[0];
+        let labels: Vec<String> = cases.iter().map(|_| w.label()).collect();
+        let end = w.label();
+        let mut default = end.clone();
+        for (case, label) in cases.iter().zip(&labels) {
+            let value = match case.value {
+                naga::SwitchValue::I32(v) => v as u32,
+                naga::SwitchValue::U32(v) => v,
+                naga::SwitchValue::Default => {
+                    default.clone_from(label);
+                    continue;
+                }
+            };
+            let hit = w.reg(Kind::Pred);
+            w.op(format!("setp.eq.u32 {hit}, {s}, {value}"));
+            w.op(format!("@{hit} bra {label}"));
+        }
+        w.op(format!("bra {default}"));
+        self.targets.push(Target::Switch { end: end.clone() });
+        for (case, label) in cases.iter().zip(&labels) {
+            w.place_label(label);
+            self.block(w, &case.body)?;
+            if !case.fall_through {
+                w.op(format!("bra {end}"));
+            }
+        }
+        self.targets.pop();
+        w.place_label(&end);
+        Ok(())
+    }
+
+    /// A call, inlined: the callee's body in a frame of its own, its result in registers.
+    fn call(
+        &mut self,
+        w: &mut Writer<'_>,
+        function: Handle<naga::Function>,
+        arguments: &[Handle<Expression>],
+        result: Option<Handle<Expression>>,
+    ) -> Result<(), FormsError> {
+        let callee = &w.module.functions[function];
+        let mut args = Vec::new();
+        for &a in arguments {
+            args.push(self.slot(w, a)?);
+        }
+        let regs = match &callee.result {
+            Some(r) => {
+                let ty = &w.module.types[r.ty].inner;
+                match w.local_registers(ty) {
+                    Place::Regs(alts) => alts.into_iter().next().map(|a| a.leaves).unwrap_or_default(),
+                    Place::Mem(_) => Vec::new(),
+                }
+            }
+            None => Vec::new(),
+        };
+        let end = w.label();
+        let mut inner = Frame::new(w, callee, args, Some((regs.clone(), end.clone())))?;
+        inner.block(w, &callee.body)?;
+        w.place_label(&end);
+        if let Some(result) = result {
+            self.slots[result.index()] = Some(Slot::Val(regs));
         }
         Ok(())
     }
@@ -273,36 +367,7 @@ impl<'f> Frame<'f> {
                 self.block(w, reject)?;
                 w.place_label(&end);
             }
-            Statement::Switch { selector, ref cases } => {
-                let s = self.value(w, selector)?[0];
-                let labels: Vec<String> = cases.iter().map(|_| w.label()).collect();
-                let end = w.label();
-                let mut default = end.clone();
-                for (case, label) in cases.iter().zip(&labels) {
-                    let value = match case.value {
-                        naga::SwitchValue::I32(v) => v as u32,
-                        naga::SwitchValue::U32(v) => v,
-                        naga::SwitchValue::Default => {
-                            default.clone_from(label);
-                            continue;
-                        }
-                    };
-                    let hit = w.reg(Kind::Pred);
-                    w.op(format!("setp.eq.u32 {hit}, {s}, {value}"));
-                    w.op(format!("@{hit} bra {label}"));
-                }
-                w.op(format!("bra {default}"));
-                self.targets.push(Target::Switch { end: end.clone() });
-                for (case, label) in cases.iter().zip(&labels) {
-                    w.place_label(label);
-                    self.block(w, &case.body)?;
-                    if !case.fall_through {
-                        w.op(format!("bra {end}"));
-                    }
-                }
-                self.targets.pop();
-                w.place_label(&end);
-            }
+            Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
             Statement::Loop { ref body, ref continuing, break_if } => {
                 let (top, cont, end) = (w.label(), w.label(), w.label());
                 w.place_label(&top);
@@ -351,30 +416,7 @@ impl<'f> Frame<'f> {
                 let v = self.value(w, value)?;
                 w.store(&place, &pointee, &v);
             }
-            Statement::Call { function, ref arguments, result } => {
-                let callee = &w.module.functions[function];
-                let mut args = Vec::new();
-                for &a in arguments {
-                    args.push(self.slot(w, a)?);
-                }
-                let regs = match &callee.result {
-                    Some(r) => {
-                        let ty = &w.module.types[r.ty].inner;
-                        match w.local_registers(ty) {
-                            Place::Regs(alts) => alts.into_iter().next().map(|a| a.leaves).unwrap_or_default(),
-                            Place::Mem(_) => Vec::new(),
-                        }
-                    }
-                    None => Vec::new(),
-                };
-                let end = w.label();
-                let mut inner = Frame::new(w, callee, args, Some((regs.clone(), end.clone())))?;
-                inner.block(w, &callee.body)?;
-                w.place_label(&end);
-                if let Some(result) = result {
-                    self.slots[result.index()] = Some(Slot::Val(regs));
-                }
-            }
+            Statement::Call { function, ref arguments, result } => self.call(w, function, arguments, result)?,
             _ => return Err(internal("a statement outside the exact subset")),
         }
         Ok(())

@@ -171,6 +171,70 @@ impl Frame<'_> {
         }
     }
 
+    /// Member `index` of a struct value, or component `index` of a vector or array value.
+    fn member(&mut self, w: &Writer<'_>, base: Handle<Expression>, index: u32) -> Result<String, FormsError> {
+        let v = self.value(w, base)?;
+        Ok(match self.inner(w, base) {
+            TypeInner::Struct { ref members, .. } => {
+                let m = members.get(index as usize).ok_or_else(|| internal("a member past the end"))?;
+                format!("{v}.{}", member_name(m, index as usize))
+            }
+            _ => format!("{v}[{index}]"),
+        })
+    }
+
+    /// Element `index` (an expression) of a vector or array value: zero past its end.
+    fn element(
+        &mut self,
+        w: &Writer<'_>,
+        base: Handle<Expression>,
+        index: Handle<Expression>,
+    ) -> Result<String, FormsError> {
+        let v = self.value(w, base)?;
+        let i = self.value(w, index)?;
+        let zero = match self.inner(w, base) {
+            TypeInner::Vector { scalar, .. } => w.zero_inner(&TypeInner::Scalar(scalar))?,
+            TypeInner::Array { base, .. } => w.zero(base)?,
+            _ => return Err(internal("indexing a scalar value")),
+        };
+        Ok(format!("{v}.get({i} as usize).copied().unwrap_or({zero})"))
+    }
+
+    /// `select(reject, accept, condition)`, lane by lane where the condition is a vector.
+    fn select(
+        &mut self,
+        w: &Writer<'_>,
+        condition: Handle<Expression>,
+        accept: Handle<Expression>,
+        reject: Handle<Expression>,
+    ) -> Result<String, FormsError> {
+        let (c, a, r) = (self.value(w, condition)?, self.value(w, accept)?, self.value(w, reject)?);
+        Ok(match self.size(w, condition) {
+            None => format!("(if {c} {{ {a} }} else {{ {r} }})"),
+            Some(n) => self.lanes(&[(c, Some(n)), (a, self.size(w, accept)), (r, self.size(w, reject))], |x| {
+                Ok(format!("(if {} {{ {} }} else {{ {} }})", x[0], x[1], x[2]))
+            })?,
+        })
+    }
+
+    /// `all` or `any` of a vector of booleans.
+    fn relational(
+        &mut self,
+        w: &Writer<'_>,
+        fun: naga::RelationalFunction,
+        argument: Handle<Expression>,
+    ) -> Result<String, FormsError> {
+        let v = self.value(w, argument)?;
+        let n = self.size(w, argument).unwrap_or(1);
+        let join = match fun {
+            naga::RelationalFunction::All => " && ",
+            naga::RelationalFunction::Any => " || ",
+            other => return Err(internal(format!("{other:?}"))),
+        };
+        let parts: Vec<String> = (0..n).map(|i| format!("{v}[{i}]")).collect();
+        Ok(format!("({})", parts.join(join)))
+    }
+
     /// Computes an expression's value as Rust text.
     pub(crate) fn compute(&mut self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
         use Expression as E;
@@ -196,26 +260,8 @@ impl Frame<'_> {
                 format!("[{}]", parts.join(", "))
             }
             E::FunctionArgument(i) => self.arg_name(i)?,
-            E::AccessIndex { base, index } => {
-                let v = self.value(w, base)?;
-                match self.inner(w, base) {
-                    TypeInner::Struct { ref members, .. } => {
-                        let m = members.get(index as usize).ok_or_else(|| internal("a member past the end"))?;
-                        format!("{v}.{}", member_name(m, index as usize))
-                    }
-                    _ => format!("{v}[{index}]"),
-                }
-            }
-            E::Access { base, index } => {
-                let v = self.value(w, base)?;
-                let i = self.value(w, index)?;
-                let zero = match self.inner(w, base) {
-                    TypeInner::Vector { scalar, .. } => w.zero_inner(&TypeInner::Scalar(scalar))?,
-                    TypeInner::Array { base, .. } => w.zero(base)?,
-                    _ => return Err(internal("indexing a scalar value")),
-                };
-                format!("{v}.get({i} as usize).copied().unwrap_or({zero})")
-            }
+            E::AccessIndex { base, index } => self.member(w, base, index)?,
+            E::Access { base, index } => self.element(w, base, index)?,
             E::Load { pointer } => {
                 let place = self.place(w, pointer)?;
                 let pointee = self.pointee(w, pointer)?;
@@ -242,27 +288,8 @@ impl Frame<'_> {
                 let (l, r) = (self.value(w, left)?, self.value(w, right)?);
                 self.lanes(&[(l, self.size(w, left)), (r, self.size(w, right))], |a| binary(op, kind, &a[0], &a[1]))?
             }
-            E::Select { condition, accept, reject } => {
-                let (c, a, r) = (self.value(w, condition)?, self.value(w, accept)?, self.value(w, reject)?);
-                match self.size(w, condition) {
-                    None => format!("(if {c} {{ {a} }} else {{ {r} }})"),
-                    Some(n) => self
-                        .lanes(&[(c, Some(n)), (a, self.size(w, accept)), (r, self.size(w, reject))], |x| {
-                            Ok(format!("(if {} {{ {} }} else {{ {} }})", x[0], x[1], x[2]))
-                        })?,
-                }
-            }
-            E::Relational { fun, argument } => {
-                let v = self.value(w, argument)?;
-                let n = self.size(w, argument).unwrap_or(1);
-                let join = match fun {
-                    naga::RelationalFunction::All => " && ",
-                    naga::RelationalFunction::Any => " || ",
-                    other => return Err(internal(format!("{other:?}"))),
-                };
-                let parts: Vec<String> = (0..n).map(|i| format!("{v}[{i}]")).collect();
-                format!("({})", parts.join(join))
-            }
+            E::Select { condition, accept, reject } => self.select(w, condition, accept, reject)?,
+            E::Relational { fun, argument } => self.relational(w, fun, argument)?,
             E::Math { fun, arg, arg1, arg2, arg3 } => {
                 let kind = self.kind(w, arg);
                 let mut args = vec![(self.value(w, arg)?, self.size(w, arg))];

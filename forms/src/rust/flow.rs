@@ -180,6 +180,84 @@ impl<'f> Frame<'f> {
         Ok(())
     }
 
+    /// A loop, labelled; its body in a labelled block of its own where a `continue` must still
+    /// reach the continuing block (values the continuing block reads declared before it).
+    fn looped(
+        &mut self,
+        w: &mut Writer<'_>,
+        body: &'f naga::Block,
+        continuing: &'f naga::Block,
+        break_if: Option<Handle<Expression>>,
+    ) -> Result<(), FormsError> {
+        let label = self.label("loop");
+        let needs_body_label = (!continuing.is_empty() || break_if.is_some()) && continues(body);
+        let body_label = needs_body_label.then(|| self.label("body"));
+        w.line(format!("{label}: loop {{"));
+        w.indent += 1;
+        if body_label.is_some() {
+            self.hoist(w, body, continuing, break_if)?;
+        }
+        self.targets.push(Target::Loop { label: label.clone(), body: body_label.clone() });
+        match &body_label {
+            Some(b) => self.braced(w, format!("{b}: "), body)?,
+            None => self.block(w, body)?,
+        }
+        self.targets.pop();
+        // `continue` and `break` in the continuing block are not allowed by WGSL; naga's
+        // break_if is the only way out of it.
+        self.targets.push(Target::Loop { label: label.clone(), body: None });
+        self.block(w, continuing)?;
+        self.targets.pop();
+        if let Some(b) = break_if {
+            let c = self.value(w, b)?;
+            w.line(format!("if {c} {{ break {label}; }}"));
+        }
+        w.indent -= 1;
+        w.line("}");
+        Ok(())
+    }
+
+    /// A call of a function of the module: locals passed by pointer, values by value.
+    fn call(
+        &mut self,
+        w: &mut Writer<'_>,
+        function: Handle<naga::Function>,
+        arguments: &[Handle<Expression>],
+        result: Option<Handle<Expression>>,
+    ) -> Result<(), FormsError> {
+        let mut args = vec!["xc".to_owned()];
+        for &a in arguments {
+            if is_pointer(&self.inner(w, a)) {
+                let place = self.place(w, a)?;
+                if place.root.starts_with("xc.") {
+                    return Err(FormsError::Unsupported {
+                        at: None,
+                        construct: "a pointer to a global passed to a function".into(),
+                        why: "the CPU form passes locals by pointer only; copy the value into a local var, pass that, and store it back".into(),
+                    });
+                }
+                args.push(place.borrow().ok_or_else(|| FormsError::Unsupported {
+                    at: None,
+                    construct: "a pointer to an element at a computed index passed to a function".into(),
+                    why: "the CPU form passes whole locals or constant-indexed parts by pointer; copy the element into a local var first".into(),
+                })?);
+            } else {
+                args.push(self.value(w, a)?);
+            }
+        }
+        let call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
+        match result {
+            Some(r) => {
+                let ty = self.type_of(w, r)?;
+                let name = self.fresh(None, format!("xc_e{}", r.index()));
+                w.line(format!("let {name}: {ty} = {call};"));
+                self.names[r.index()] = Some(name);
+            }
+            None => w.line(format!("{call};")),
+        }
+        Ok(())
+    }
+
     fn statement(&mut self, w: &mut Writer<'_>, statement: &'f Statement) -> Result<(), FormsError> {
         match *statement {
             Statement::Emit(ref range) => {
@@ -216,33 +294,7 @@ impl<'f> Frame<'f> {
                 w.line("}");
             }
             Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
-            Statement::Loop { ref body, ref continuing, break_if } => {
-                let label = self.label("loop");
-                let needs_body_label = (!continuing.is_empty() || break_if.is_some()) && continues(body);
-                let body_label = needs_body_label.then(|| self.label("body"));
-                w.line(format!("{label}: loop {{"));
-                w.indent += 1;
-                if body_label.is_some() {
-                    self.hoist(w, body, continuing, break_if)?;
-                }
-                self.targets.push(Target::Loop { label: label.clone(), body: body_label.clone() });
-                match &body_label {
-                    Some(b) => self.braced(w, format!("{b}: "), body)?,
-                    None => self.block(w, body)?,
-                }
-                self.targets.pop();
-                // `continue` and `break` in the continuing block are not allowed by WGSL; naga's
-                // break_if is the only way out of it.
-                self.targets.push(Target::Loop { label: label.clone(), body: None });
-                self.block(w, continuing)?;
-                self.targets.pop();
-                if let Some(b) = break_if {
-                    let c = self.value(w, b)?;
-                    w.line(format!("if {c} {{ break {label}; }}"));
-                }
-                w.indent -= 1;
-                w.line("}");
-            }
+            Statement::Loop { ref body, ref continuing, break_if } => self.looped(w, body, continuing, break_if)?,
             Statement::Break => {
                 let label = match self.targets.last() {
                     Some(Target::Loop { label, .. } | Target::Switch { label }) => label.clone(),
@@ -273,38 +325,7 @@ impl<'f> Frame<'f> {
                 let v = self.value(w, value)?;
                 w.line(place.write(&v));
             }
-            Statement::Call { function, ref arguments, result } => {
-                let mut args = vec!["xc".to_owned()];
-                for &a in arguments {
-                    if is_pointer(&self.inner(w, a)) {
-                        let place = self.place(w, a)?;
-                        if place.root.starts_with("xc.") {
-                            return Err(FormsError::Unsupported {
-                                at: None,
-                                construct: "a pointer to a global passed to a function".into(),
-                                why: "the CPU form passes locals by pointer only; copy the value into a local var, pass that, and store it back".into(),
-                            });
-                        }
-                        args.push(place.borrow().ok_or_else(|| FormsError::Unsupported {
-                            at: None,
-                            construct: "a pointer to an element at a computed index passed to a function".into(),
-                            why: "the CPU form passes whole locals or constant-indexed parts by pointer; copy the element into a local var first".into(),
-                        })?);
-                    } else {
-                        args.push(self.value(w, a)?);
-                    }
-                }
-                let call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
-                match result {
-                    Some(r) => {
-                        let ty = self.type_of(w, r)?;
-                        let name = self.fresh(None, format!("xc_e{}", r.index()));
-                        w.line(format!("let {name}: {ty} = {call};"));
-                        self.names[r.index()] = Some(name);
-                    }
-                    None => w.line(format!("{call};")),
-                }
-            }
+            Statement::Call { function, ref arguments, result } => self.call(w, function, arguments, result)?,
             _ => return Err(internal("a statement outside the exact subset")),
         }
         Ok(())

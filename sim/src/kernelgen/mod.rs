@@ -224,102 +224,110 @@ fn write_e(e: &E, helper: bool, out: &mut String) {
             write_e(x, helper, out);
             out.push_str("))");
         }
-        E::Bin(op, _, l, r) => {
-            let o = match op {
-                Bin::Add => "+",
-                Bin::Sub => "-",
-                Bin::Mul => "*",
-                Bin::Div => "/",
-                Bin::Rem => "%",
-                Bin::And => "&",
-                Bin::Or => "|",
-                Bin::Xor => "^",
-                Bin::Shl => "<<",
-                Bin::Shr => ">>",
-                Bin::LogicalAnd => "&&",
-                Bin::LogicalOr => "||",
-            };
-            w("(");
-            write_e(l, helper, out);
-            out.push_str(&format!(" {o} "));
-            write_e(r, helper, out);
-            out.push(')');
-        }
-        E::Cmp(c, _, l, r) => {
-            let o = match c {
-                Cmp::Eq => "==",
-                Cmp::Ne => "!=",
-                Cmp::Lt => "<",
-                Cmp::Le => "<=",
-                Cmp::Gt => ">",
-                Cmp::Ge => ">=",
-            };
-            w("(");
-            write_e(l, helper, out);
-            out.push_str(&format!(" {o} "));
-            write_e(r, helper, out);
-            out.push(')');
-        }
+        E::Bin(op, _, l, r) => infix(bin_op(*op), l, r, helper, out),
+        E::Cmp(c, _, l, r) => infix(cmp_op(*c), l, r, helper, out),
         E::Select(_, no, yes, c) => call("select", &[no, yes, c], helper, out),
         E::Conv(to, _, x) => call(to.wgsl(), &[x], helper, out),
         E::Bitcast(to, _, x) => call(&format!("bitcast<{}>", to.wgsl()), &[x], helper, out),
         E::Helper(x, y) => call("helper", &[x, y], helper, out),
-        E::Call(f, _, args) => {
-            let a: Vec<&E> = args.iter().collect();
-            let (name, wrap) = match f {
-                Fun::Abs => ("abs", ""),
-                Fun::Min => ("min", ""),
-                Fun::Max => ("max", ""),
-                Fun::Clamp => ("clamp", ""),
-                Fun::Floor => ("floor", ""),
-                Fun::Ceil => ("ceil", ""),
-                Fun::Trunc => ("trunc", ""),
-                Fun::Round => ("round", ""),
-                Fun::Fract => ("fract", ""),
-                Fun::Sqrt => ("sqrt", ""),
-                Fun::Sign => ("sign", ""),
-                Fun::Saturate => ("saturate", ""),
-                Fun::Step => ("step", ""),
-                Fun::Mix => ("mix", ""),
-                Fun::CountOneBits => ("countOneBits", ""),
-                Fun::CountLeadingZeros => ("countLeadingZeros", ""),
-                Fun::CountTrailingZeros => ("countTrailingZeros", ""),
-                Fun::ReverseBits => ("reverseBits", ""),
-                Fun::FirstLeadingBit => ("firstLeadingBit", ""),
-                Fun::FirstTrailingBit => ("firstTrailingBit", ""),
-                Fun::ExtractBits => ("extractBits", ""),
-                Fun::InsertBits => ("insertBits", ""),
-                Fun::Dot2 => ("dot", "v2v2"),
-                Fun::Length3 => ("length", "v3"),
-                Fun::Distance2 => ("distance", "v2v2"),
-                Fun::NormalizeX => ("normalize", "v3.x"),
-                Fun::CrossY => ("cross", "v3v3.y"),
-            };
-            match wrap {
-                "" => call(name, &a, helper, out),
-                _ => {
-                    let n = if wrap.starts_with("v2") { 2 } else { 3 };
-                    out.push_str(name);
-                    out.push('(');
-                    for (g, chunk) in a.chunks(n).enumerate() {
-                        if g > 0 {
-                            out.push_str(", ");
-                        }
-                        out.push_str(&format!("vec{n}<f32>("));
-                        for (k, x) in chunk.iter().enumerate() {
-                            if k > 0 {
-                                out.push_str(", ");
-                            }
-                            write_e(x, helper, out);
-                        }
-                        out.push(')');
-                    }
-                    out.push(')');
-                    if let Some(field) = wrap.split('.').nth(1) {
-                        out.push('.');
-                        out.push_str(field);
-                    }
+        E::Call(f, _, args) => write_call(*f, args, helper, out),
+    }
+}
+
+/// `(l o r)`.
+fn infix(o: &str, l: &E, r: &E, helper: bool, out: &mut String) {
+    out.push('(');
+    write_e(l, helper, out);
+    out.push_str(&format!(" {o} "));
+    write_e(r, helper, out);
+    out.push(')');
+}
+
+/// A binary operator's WGSL.
+fn bin_op(op: Bin) -> &'static str {
+    match op {
+        Bin::Add => "+",
+        Bin::Sub => "-",
+        Bin::Mul => "*",
+        Bin::Div => "/",
+        Bin::Rem => "%",
+        Bin::And => "&",
+        Bin::Or => "|",
+        Bin::Xor => "^",
+        Bin::Shl => "<<",
+        Bin::Shr => ">>",
+        Bin::LogicalAnd => "&&",
+        Bin::LogicalOr => "||",
+    }
+}
+
+/// A comparison's WGSL.
+fn cmp_op(c: Cmp) -> &'static str {
+    match c {
+        Cmp::Eq => "==",
+        Cmp::Ne => "!=",
+        Cmp::Lt => "<",
+        Cmp::Le => "<=",
+        Cmp::Gt => ">",
+        Cmp::Ge => ">=",
+    }
+}
+
+/// A call of a WGSL built-in; the geometric ones take their arguments as vectors.
+fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
+    let a: Vec<&E> = args.iter().collect();
+    let (name, wrap) = match f {
+        Fun::Abs => ("abs", ""),
+        Fun::Min => ("min", ""),
+        Fun::Max => ("max", ""),
+        Fun::Clamp => ("clamp", ""),
+        Fun::Floor => ("floor", ""),
+        Fun::Ceil => ("ceil", ""),
+        Fun::Trunc => ("trunc", ""),
+        Fun::Round => ("round", ""),
+        Fun::Fract => ("fract", ""),
+        Fun::Sqrt => ("sqrt", ""),
+        Fun::Sign => ("sign", ""),
+        Fun::Saturate => ("saturate", ""),
+        Fun::Step => ("step", ""),
+        Fun::Mix => ("mix", ""),
+        Fun::CountOneBits => ("countOneBits", ""),
+        Fun::CountLeadingZeros => ("countLeadingZeros", ""),
+        Fun::CountTrailingZeros => ("countTrailingZeros", ""),
+        Fun::ReverseBits => ("reverseBits", ""),
+        Fun::FirstLeadingBit => ("firstLeadingBit", ""),
+        Fun::FirstTrailingBit => ("firstTrailingBit", ""),
+        Fun::ExtractBits => ("extractBits", ""),
+        Fun::InsertBits => ("insertBits", ""),
+        Fun::Dot2 => ("dot", "v2v2"),
+        Fun::Length3 => ("length", "v3"),
+        Fun::Distance2 => ("distance", "v2v2"),
+        Fun::NormalizeX => ("normalize", "v3.x"),
+        Fun::CrossY => ("cross", "v3v3.y"),
+    };
+    match wrap {
+        "" => call(name, &a, helper, out),
+        _ => {
+            let n = if wrap.starts_with("v2") { 2 } else { 3 };
+            out.push_str(name);
+            out.push('(');
+            for (g, chunk) in a.chunks(n).enumerate() {
+                if g > 0 {
+                    out.push_str(", ");
                 }
+                out.push_str(&format!("vec{n}<f32>("));
+                for (k, x) in chunk.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    write_e(x, helper, out);
+                }
+                out.push(')');
+            }
+            out.push(')');
+            if let Some(field) = wrap.split('.').nth(1) {
+                out.push('.');
+                out.push_str(field);
             }
         }
     }

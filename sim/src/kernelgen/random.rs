@@ -175,140 +175,157 @@ impl Gen {
             return self.leaf(t);
         }
         let d = depth - 1;
-        let b = |e: E| Box::new(e);
         match t {
-            T::U | T::I => match self.rng.below(12) {
-                0..=3 => {
-                    let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::And, Bin::Or, Bin::Xor]);
-                    E::Bin(op, t, b(self.expr(t, d)), b(self.operand(t, d)))
-                }
-                4 => {
-                    // Divisors are never constant: WGSL refuses a constant zero.
-                    let op = self.rng.pick(&[Bin::Div, Bin::Rem]);
-                    E::Bin(op, t, b(self.expr(t, d)), b(self.expr(t, d)))
-                }
-                5 => {
-                    let op = self.rng.pick(&[Bin::Shl, Bin::Shr]);
-                    E::Bin(op, t, b(self.expr(t, d)), b(self.expr(T::U, d)))
-                }
-                6 => E::Select(t, b(self.expr(t, d)), b(self.expr(t, d)), b(self.expr(T::B, d))),
-                7 => {
-                    let from = self.rng.pick(&[T::U, T::I, T::F, T::B]);
-                    E::Conv(t, from, b(self.expr(from, d)))
-                }
-                8 => {
-                    let from = self.rng.pick(&[T::U, T::I, T::F]);
-                    E::Bitcast(t, from, b(self.expr(from, d)))
-                }
-                9 if t == T::I => E::Neg(t, b(self.expr(t, d))),
-                9 => E::Not(t, b(self.expr(t, d))),
-                10 => {
-                    let f = self.rng.pick(&[Fun::Abs, Fun::Min, Fun::Max, Fun::Clamp, Fun::Sign]);
-                    let f = if f == Fun::Sign && t == T::U { Fun::Abs } else { f };
-                    let n = match f {
-                        Fun::Min | Fun::Max => 2,
-                        Fun::Clamp => 3,
-                        _ => 1,
-                    };
-                    E::Call(f, t, (0..n).map(|_| self.expr(t, d)).collect())
-                }
-                _ => {
-                    let f = self.rng.pick(&[
-                        Fun::CountOneBits,
-                        Fun::CountLeadingZeros,
-                        Fun::CountTrailingZeros,
-                        Fun::ReverseBits,
-                        Fun::FirstLeadingBit,
-                        Fun::FirstTrailingBit,
-                        Fun::ExtractBits,
-                        Fun::InsertBits,
-                    ]);
-                    let args = match f {
-                        Fun::ExtractBits => vec![self.expr(t, d), self.expr(T::U, d), self.expr(T::U, d)],
-                        Fun::InsertBits => {
-                            vec![self.expr(t, d), self.expr(t, d), self.expr(T::U, d), self.expr(T::U, d)]
-                        }
-                        _ => vec![self.expr(t, d)],
-                    };
-                    E::Call(f, t, args)
-                }
-            },
-            T::F => match self.rng.below(12) {
-                0..=3 => {
-                    let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div]);
-                    E::Bin(op, t, b(self.expr(t, d)), b(self.operand(t, d)))
-                }
-                4 => E::Neg(t, b(self.expr(t, d))),
-                5 => E::Select(t, b(self.expr(t, d)), b(self.expr(t, d)), b(self.expr(T::B, d))),
-                6 => {
-                    let from = self.rng.pick(&[T::U, T::I, T::B]);
-                    E::Conv(t, from, b(self.expr(from, d)))
-                }
-                7 => {
-                    let from = self.rng.pick(&[T::U, T::I]);
-                    let x = self.expr(from, d);
-                    // Without subnormals: exponent bits set, so the value is never tiny (at least 1 in size).
-                    let x = if self.subnormals { x } else { E::Bin(Bin::Or, from, b(x), b(E::Lit(from, 0x3f80_0000))) };
-                    E::Bitcast(t, from, b(x))
-                }
-                8 if !self.helper => E::Helper(b(self.expr(T::U, d)), b(self.expr(T::F, d))),
-                8 | 9 => {
-                    let f = self.rng.pick(&[
-                        Fun::Abs,
-                        Fun::Floor,
-                        Fun::Ceil,
-                        Fun::Trunc,
-                        Fun::Round,
-                        Fun::Fract,
-                        Fun::Sqrt,
-                        Fun::Sign,
-                        Fun::Saturate,
-                    ]);
-                    E::Call(f, t, vec![self.expr(t, d)])
-                }
-                _ => {
-                    let f = self.rng.pick(&[
-                        Fun::Min,
-                        Fun::Max,
-                        Fun::Clamp,
-                        Fun::Step,
-                        Fun::Mix,
-                        Fun::Dot2,
-                        Fun::Length3,
-                        Fun::Distance2,
-                        Fun::NormalizeX,
-                        Fun::CrossY,
-                    ]);
-                    let n = match f {
-                        Fun::Min | Fun::Max | Fun::Step => 2,
-                        Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX => 3,
-                        Fun::Dot2 | Fun::Distance2 => 4,
-                        _ => 6,
-                    };
-                    E::Call(f, t, (0..n).map(|_| self.expr(t, d)).collect())
-                }
-            },
-            T::B => match self.rng.below(5) {
-                0 | 1 => {
-                    let over = self.rng.pick(&[T::U, T::I, T::F, T::F, T::B]);
-                    let ops: &[Cmp] = if over == T::B {
-                        &[Cmp::Eq, Cmp::Ne]
-                    } else {
-                        &[Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge]
-                    };
-                    let c = self.rng.pick(ops);
-                    E::Cmp(c, over, b(self.expr(over, d)), b(self.operand(over, d)))
-                }
-                2 => E::Not(t, b(self.expr(t, d))),
-                3 => {
-                    let op = self.rng.pick(&[Bin::LogicalAnd, Bin::LogicalOr]);
-                    E::Bin(op, t, b(self.expr(t, d)), b(self.expr(t, d)))
-                }
-                _ => {
-                    let from = self.rng.pick(&[T::U, T::I, T::F]);
-                    E::Conv(t, from, b(self.expr(from, d)))
-                }
-            },
+            T::U | T::I => self.integer(t, d),
+            T::F => self.float(d),
+            T::B => self.boolean(d),
+        }
+    }
+
+    /// An integer expression of type `t` whose operands are of depth `d` at most.
+    fn integer(&mut self, t: T, d: usize) -> E {
+        let b = |e: E| Box::new(e);
+        match self.rng.below(12) {
+            0..=3 => {
+                let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::And, Bin::Or, Bin::Xor]);
+                E::Bin(op, t, b(self.expr(t, d)), b(self.operand(t, d)))
+            }
+            4 => {
+                // Divisors are never constant: WGSL refuses a constant zero.
+                let op = self.rng.pick(&[Bin::Div, Bin::Rem]);
+                E::Bin(op, t, b(self.expr(t, d)), b(self.expr(t, d)))
+            }
+            5 => {
+                let op = self.rng.pick(&[Bin::Shl, Bin::Shr]);
+                E::Bin(op, t, b(self.expr(t, d)), b(self.expr(T::U, d)))
+            }
+            6 => E::Select(t, b(self.expr(t, d)), b(self.expr(t, d)), b(self.expr(T::B, d))),
+            7 => {
+                let from = self.rng.pick(&[T::U, T::I, T::F, T::B]);
+                E::Conv(t, from, b(self.expr(from, d)))
+            }
+            8 => {
+                let from = self.rng.pick(&[T::U, T::I, T::F]);
+                E::Bitcast(t, from, b(self.expr(from, d)))
+            }
+            9 if t == T::I => E::Neg(t, b(self.expr(t, d))),
+            9 => E::Not(t, b(self.expr(t, d))),
+            10 => {
+                let f = self.rng.pick(&[Fun::Abs, Fun::Min, Fun::Max, Fun::Clamp, Fun::Sign]);
+                let f = if f == Fun::Sign && t == T::U { Fun::Abs } else { f };
+                let n = match f {
+                    Fun::Min | Fun::Max => 2,
+                    Fun::Clamp => 3,
+                    _ => 1,
+                };
+                E::Call(f, t, (0..n).map(|_| self.expr(t, d)).collect())
+            }
+            _ => {
+                let f = self.rng.pick(&[
+                    Fun::CountOneBits,
+                    Fun::CountLeadingZeros,
+                    Fun::CountTrailingZeros,
+                    Fun::ReverseBits,
+                    Fun::FirstLeadingBit,
+                    Fun::FirstTrailingBit,
+                    Fun::ExtractBits,
+                    Fun::InsertBits,
+                ]);
+                let args = match f {
+                    Fun::ExtractBits => vec![self.expr(t, d), self.expr(T::U, d), self.expr(T::U, d)],
+                    Fun::InsertBits => {
+                        vec![self.expr(t, d), self.expr(t, d), self.expr(T::U, d), self.expr(T::U, d)]
+                    }
+                    _ => vec![self.expr(t, d)],
+                };
+                E::Call(f, t, args)
+            }
+        }
+    }
+
+    /// A float expression whose operands are of depth `d` at most.
+    fn float(&mut self, d: usize) -> E {
+        let (t, b) = (T::F, |e: E| Box::new(e));
+        match self.rng.below(12) {
+            0..=3 => {
+                let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div]);
+                E::Bin(op, t, b(self.expr(t, d)), b(self.operand(t, d)))
+            }
+            4 => E::Neg(t, b(self.expr(t, d))),
+            5 => E::Select(t, b(self.expr(t, d)), b(self.expr(t, d)), b(self.expr(T::B, d))),
+            6 => {
+                let from = self.rng.pick(&[T::U, T::I, T::B]);
+                E::Conv(t, from, b(self.expr(from, d)))
+            }
+            7 => {
+                let from = self.rng.pick(&[T::U, T::I]);
+                let x = self.expr(from, d);
+                // Without subnormals: exponent bits set, so the value is never tiny (at least 1 in size).
+                let x = if self.subnormals { x } else { E::Bin(Bin::Or, from, b(x), b(E::Lit(from, 0x3f80_0000))) };
+                E::Bitcast(t, from, b(x))
+            }
+            8 if !self.helper => E::Helper(b(self.expr(T::U, d)), b(self.expr(T::F, d))),
+            8 | 9 => {
+                let f = self.rng.pick(&[
+                    Fun::Abs,
+                    Fun::Floor,
+                    Fun::Ceil,
+                    Fun::Trunc,
+                    Fun::Round,
+                    Fun::Fract,
+                    Fun::Sqrt,
+                    Fun::Sign,
+                    Fun::Saturate,
+                ]);
+                E::Call(f, t, vec![self.expr(t, d)])
+            }
+            _ => {
+                let f = self.rng.pick(&[
+                    Fun::Min,
+                    Fun::Max,
+                    Fun::Clamp,
+                    Fun::Step,
+                    Fun::Mix,
+                    Fun::Dot2,
+                    Fun::Length3,
+                    Fun::Distance2,
+                    Fun::NormalizeX,
+                    Fun::CrossY,
+                ]);
+                let n = match f {
+                    Fun::Min | Fun::Max | Fun::Step => 2,
+                    Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX => 3,
+                    Fun::Dot2 | Fun::Distance2 => 4,
+                    _ => 6,
+                };
+                E::Call(f, t, (0..n).map(|_| self.expr(t, d)).collect())
+            }
+        }
+    }
+
+    /// A boolean expression whose operands are of depth `d` at most.
+    fn boolean(&mut self, d: usize) -> E {
+        let (t, b) = (T::B, |e: E| Box::new(e));
+        match self.rng.below(5) {
+            0 | 1 => {
+                let over = self.rng.pick(&[T::U, T::I, T::F, T::F, T::B]);
+                let ops: &[Cmp] = if over == T::B {
+                    &[Cmp::Eq, Cmp::Ne]
+                } else {
+                    &[Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge]
+                };
+                let c = self.rng.pick(ops);
+                E::Cmp(c, over, b(self.expr(over, d)), b(self.operand(over, d)))
+            }
+            2 => E::Not(t, b(self.expr(t, d))),
+            3 => {
+                let op = self.rng.pick(&[Bin::LogicalAnd, Bin::LogicalOr]);
+                E::Bin(op, t, b(self.expr(t, d)), b(self.expr(t, d)))
+            }
+            _ => {
+                let from = self.rng.pick(&[T::U, T::I, T::F]);
+                E::Conv(t, from, b(self.expr(from, d)))
+            }
         }
     }
 
