@@ -54,7 +54,7 @@ use xcd_wire::DescError;
 use crate::args::ArrayArg;
 use crate::placement::{Choice, Kinds};
 use crate::roster::Roster;
-use crate::schedule::{Done, Work};
+use crate::schedule::{ItemsDone, Work};
 use crate::worker::{RunCtx, Worker};
 
 /// Includes the blocks `xcd-build` made in this crate's `build.rs`: one module per WGSL file,
@@ -234,7 +234,7 @@ impl Par {
         mut work: Work<'a>,
         options: &RunOptions<'_>,
     ) -> (Work<'a>, Option<Choice>) {
-        let done = Done::new(0);
+        let done = ItemsDone::new(0);
         let mut prepared = vec![false; workers.len()];
         let mut prepare = |stats: &mut [WorkerStats], members: &[usize]| {
             let todo: Vec<usize> = members.iter().copied().filter(|&i| !prepared[i]).collect();

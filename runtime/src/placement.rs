@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use xcd_wire::BlockId;
 
-use crate::schedule::{self, Done, MIN_TILE, RunOptions, Work, WorkerStats};
+use crate::schedule::{self, ItemsDone, MIN_TILE, RunOptions, Work, WorkerStats};
 use crate::worker::{RunCtx, Worker, WorkerKind};
 
 /// The shortest time a candidate's piece should take to count as a measurement.
@@ -179,7 +179,7 @@ pub(crate) fn run_members<'a>(
     ctx: &RunCtx,
     work: Work<'a>,
     options: &RunOptions<'_>,
-    done: &Done,
+    done: &ItemsDone,
 ) -> Work<'a> {
     schedule::with_members(workers, stats, members, |chosen, taken| {
         schedule::run(chosen, taken, ctx, work, options, done)
@@ -211,7 +211,7 @@ fn comb<'a>(work: &mut Work<'a>, n: u32, size: u32, seed: u64, elem: &[u32]) -> 
 }
 
 /// What one measuring piece came to.
-enum Step {
+enum Piece {
     /// It took long enough to count, and was counted.
     Counted,
     /// Too short to count (or the candidate's first): go again with the size it suggests.
@@ -219,7 +219,7 @@ enum Step {
     /// A worker failed, or no work is left: stop measuring this candidate.
     Stop,
     /// No work is left at all.
-    Done,
+    Finished,
 }
 
 /// The state of one measuring run: what every piece needs.
@@ -229,7 +229,7 @@ struct Measuring<'m, 'w, 'a> {
     ctx: &'m RunCtx,
     work: &'m mut Work<'a>,
     options: &'m RunOptions<'m>,
-    done: &'m Done,
+    done: &'m ItemsDone,
     elem: Vec<u32>,
     /// Picks where the combs' teeth go.
     seed: u64,
@@ -289,10 +289,10 @@ impl Measuring<'_, '_, '_> {
     }
 
     /// Runs one comb on `candidates[c]` alone and records it if it counts.
-    fn piece(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> Step {
+    fn piece(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> Piece {
         let piece = comb(self.work, self.ctx.items, candidates[c].size, self.seed, &self.elem);
         if piece.is_empty() {
-            return Step::Done;
+            return Piece::Finished;
         }
         let items = piece.items();
         let t0 = Instant::now();
@@ -310,7 +310,7 @@ impl Measuring<'_, '_, '_> {
             }
         }
         if lost || candidates[c].broken {
-            return Step::Stop;
+            return Piece::Stop;
         }
         let candidate = &mut candidates[c];
         let counts = candidate.warm && secs >= slice.as_secs_f64() / 2.0;
@@ -325,18 +325,18 @@ impl Measuring<'_, '_, '_> {
                 candidate.items += ran;
                 candidate.secs += secs;
             }
-            return Step::Counted;
+            return Piece::Counted;
         }
-        Step::Again
+        Piece::Again
     }
 
     /// Pieces on `candidates[c]` until one counts; false when no work is left.
     fn sample(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> bool {
         loop {
             match self.piece(candidates, c, slice, calibrating) {
-                Step::Counted | Step::Stop => return true,
-                Step::Again => {}
-                Step::Done => return false,
+                Piece::Counted | Piece::Stop => return true,
+                Piece::Again => {}
+                Piece::Finished => return false,
             }
         }
     }
@@ -361,7 +361,7 @@ pub(crate) fn measure(
     ctx: &RunCtx,
     work: &mut Work<'_>,
     options: &RunOptions<'_>,
-    done: &Done,
+    done: &ItemsDone,
 ) -> Measured {
     let (present, mut candidates) = candidates(workers, stats);
     let started = Instant::now();
@@ -568,7 +568,7 @@ mod tests {
         let mut ctx = ctx();
         ctx.items = n;
         let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
-        let (options, done) = (RunOptions::default(), Done::new(0));
+        let (options, done) = (RunOptions::default(), ItemsDone::new(0));
         let mut work = Work::new(arrays, n);
         let measured = measure(workers, &mut stats, &ctx, &mut work, &options, &done);
         let members: Vec<usize> = (0..workers.len())

@@ -200,7 +200,7 @@ impl<'a> Work<'a> {
 }
 
 /// The shared state of one call to [`run`].
-struct Pool<'w, 'a> {
+struct Board<'w, 'a> {
     work: Work<'a>,
     /// Items in the work when the call began.
     total: u64,
@@ -208,7 +208,7 @@ struct Pool<'w, 'a> {
     stats: &'w mut [WorkerStats],
 }
 
-impl Pool<'_, '_> {
+impl Board<'_, '_> {
     /// The next tile size for worker `w`.
     fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
         if let Some(fixed) = fixed {
@@ -242,7 +242,7 @@ pub struct RunOptions<'p> {
 }
 
 /// Items done so far in a whole run, across calls to [`run`], for the progress callback.
-pub(crate) type Done = AtomicU64;
+pub(crate) type ItemsDone = AtomicU64;
 
 /// Runs `work` on `workers` (prepared; those with a failure recorded in `stats` sit out) and
 /// returns what is left: nothing, unless every worker failed.
@@ -252,12 +252,12 @@ pub(crate) fn run<'a>(
     ctx: &RunCtx,
     work: Work<'a>,
     options: &RunOptions<'_>,
-    done: &Done,
+    done: &ItemsDone,
 ) -> Work<'a> {
     let elem: Vec<u32> = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
     let live: Vec<bool> = stats.iter().map(|s| s.failure.is_none()).collect();
     let total = work.items();
-    let pool = Mutex::new(Pool { work, total, in_flight: 0, stats });
+    let pool = Mutex::new(Board { work, total, in_flight: 0, stats });
     let changed = Condvar::new();
 
     std::thread::scope(|scope| {
@@ -270,7 +270,7 @@ pub(crate) fn run<'a>(
             let (pool, changed, elem) = (&pool, &changed, &elem);
             scope.spawn(move || {
                 let max_tile = worker.max_tile(ctx);
-                let size = |p: &Pool<'_, '_>| p.size_for(w, options.tile_items).min(max_tile);
+                let size = |p: &Board<'_, '_>| p.size_for(w, options.tile_items).min(max_tile);
                 while let Some(mut tile) = next_tile(pool, changed, w, size, elem) {
                     let started = Instant::now();
                     // A panic in a worker (a bug) fails that worker, not the run: otherwise its
@@ -302,10 +302,10 @@ pub(crate) fn run<'a>(
 /// The next tile for worker `w`, of `size` items at most, waiting while others are in flight;
 /// `None` once nothing is left, or once another lane of the worker has failed (so does this one).
 fn next_tile<'a>(
-    pool: &Mutex<Pool<'_, 'a>>,
+    pool: &Mutex<Board<'_, 'a>>,
     changed: &Condvar,
     w: usize,
-    size: impl Fn(&Pool<'_, 'a>) -> u32,
+    size: impl Fn(&Board<'_, 'a>) -> u32,
     elem: &[u32],
 ) -> Option<TileSlices<'a>> {
     let mut p = lock(pool);
@@ -325,12 +325,18 @@ fn next_tile<'a>(
     }
 }
 
-fn lock<'m, 'w, 'a>(pool: &'m Mutex<Pool<'w, 'a>>) -> std::sync::MutexGuard<'m, Pool<'w, 'a>> {
+fn lock<'m, 'w, 'a>(pool: &'m Mutex<Board<'w, 'a>>) -> std::sync::MutexGuard<'m, Board<'w, 'a>> {
     pool.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Records a worker's failure and gives its tile back for the others.
-fn fail<'a>(pool: &Mutex<Pool<'_, 'a>>, changed: &Condvar, w: usize, error: WorkerError, tile: Option<TileSlices<'a>>) {
+fn fail<'a>(
+    pool: &Mutex<Board<'_, 'a>>,
+    changed: &Condvar,
+    w: usize,
+    error: WorkerError,
+    tile: Option<TileSlices<'a>>,
+) {
     let mut p = lock(pool);
     tracing::warn!(worker = %p.stats[w].name, "worker stopped: {error}");
     // The first lane to fail says why; the others fail for the same reason.
@@ -437,7 +443,7 @@ mod tests {
         let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
         let options = RunOptions { tile_items: tile, progress: None };
         let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::new(w.name())).collect();
-        let left = run(workers, &mut stats, &ctx(), Work::new(arrays, n), &options, &Done::new(0));
+        let left = run(workers, &mut stats, &ctx(), Work::new(arrays, n), &options, &ItemsDone::new(0));
         let result = if left.is_empty() { Ok(stats) } else { Err(stats) };
         (y, result)
     }
@@ -506,7 +512,7 @@ mod tests {
         let (a, b) = (cpu(), flaky(usize::MAX, u32::MAX));
         let n = 2_000_000;
         let mut stats = vec![WorkerStats::new("a"), WorkerStats::new("b")];
-        let pool = Pool { work: Work::new(Vec::new(), n), total: u64::from(n), in_flight: 0, stats: &mut stats };
+        let pool = Board { work: Work::new(Vec::new(), n), total: u64::from(n), in_flight: 0, stats: &mut stats };
         // A first tile that ran absurdly fast: the next is still at most twice its size.
         pool.stats[0].items = 1_000;
         pool.stats[0].tiles = 1;
@@ -588,7 +594,7 @@ mod tests {
         let worker = cpu();
         let workers: [&dyn Worker; 1] = [&worker];
         let mut stats = vec![WorkerStats::new("cpu")];
-        let done = Done::new(0);
+        let done = ItemsDone::new(0);
         for at in [5_000, 2_500, 7_500, 1_250] {
             let piece = work.carve(at, 700, &elem);
             let left = run(&workers, &mut stats, &ctx(), piece, &RunOptions::default(), &done);

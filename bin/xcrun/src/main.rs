@@ -155,7 +155,7 @@ fn fail(message: &str) -> ExitCode {
 }
 
 /// Prints a check's steps; fails when one failed.
-fn report(steps: Vec<xcd_runtime::remote::check::Step>) -> ExitCode {
+fn report(steps: Vec<xcd_runtime::remote::check::CheckStep>) -> ExitCode {
     let mut ok = true;
     for (step, outcome) in steps {
         match outcome {

@@ -10,11 +10,11 @@ use super::daemon::Daemon;
 use crate::home::Home;
 
 /// One step of a check and how it went: Ok(what was seen) or Err(what to do).
-pub type Step = (&'static str, Result<String, String>);
+pub type CheckStep = (&'static str, Result<String, String>);
 
 /// Checks the daemon at `addr` as a program with `secret` would see it.
-pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Forms) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::new();
+pub fn check(addr: &str, home: &Home, secret: Option<&str>, forms: &xcd_wire::Forms) -> Vec<CheckStep> {
+    let mut steps: Vec<CheckStep> = Vec::new();
     let with_port = super::with_default_port(addr);
     let ip = match with_port.to_socket_addrs().map(|mut ips| ips.next()) {
         Ok(Some(ip)) => {
@@ -41,8 +41,8 @@ pub fn check_at(
     home: &Home,
     secret: Option<&str>,
     forms: &xcd_wire::Forms,
-) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::new();
+) -> Vec<CheckStep> {
+    let mut steps: Vec<CheckStep> = Vec::new();
     let started = Instant::now();
     match std::net::TcpStream::connect_timeout(&ip, Duration::from_secs(5)) {
         Ok(_) => steps.push(("tcp", Ok(format!("connected in {:.1} ms", started.elapsed().as_secs_f64() * 1e3)))),
@@ -101,7 +101,7 @@ fn forms_taken(daemon: &Daemon, forms: &xcd_wire::Forms) -> Result<String, Strin
 
 /// The steps of a connection the daemon refused: those before the refusal passed, then the
 /// step that failed, with what to do.
-fn refused(steps: &mut Vec<Step>, e: RemoteError) {
+fn refused(steps: &mut Vec<CheckStep>, e: RemoteError) {
     let failed_at = match &e {
         RemoteError::Unreachable { .. } | RemoteError::PinChanged { .. } => "tls+pin",
         RemoteError::SecretRefused { .. } | RemoteError::SecretNotSet { .. } => "secret",
