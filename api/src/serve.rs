@@ -49,15 +49,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (tcp, peer) = match accepted {
-                    Ok(pair) => pair,
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait a little rather than spin.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
+                let Some((tcp, peer)) = accepted_or_wait(accepted).await else { continue };
                 let exempt = state.0.config.trusted_proxies.trusts(peer.ip());
                 let conn = admission.admit(peer.ip(), exempt);
                 let _ = tcp.set_nodelay(true);
@@ -108,6 +100,19 @@ pub async fn serve(
     state.drain();
     drop(listener);
     finish(&state, &stop, &admission, grace).await;
+}
+
+/// The connection accepted, or after a failure (out of file descriptors and the like) `None`
+/// once a little time has passed, so that the loop does not spin.
+async fn accepted_or_wait<T>(accepted: std::io::Result<T>) -> Option<T> {
+    match accepted {
+        Ok(pair) => Some(pair),
+        Err(e) => {
+            tracing::warn!("accept failed: {e}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            None
+        }
+    }
 }
 
 /// HTTP/1.1 with a time limit on headers, and HTTP/2 with at most 128 streams a connection and

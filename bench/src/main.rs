@@ -72,10 +72,28 @@ pub(crate) struct Options {
 /// Every measure, in the order they run when none is named.
 const MEASURES: [&str; 7] = ["rtt", "copy", "link", "overhead", "scaling", "placement", "exact"];
 
-fn main() -> std::process::ExitCode {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// The options and the measures the command line names.
+fn parse(all: Vec<String>) -> Result<(Options, Vec<String>), String> {
     let mut options = Options { bin_dir: PathBuf::new(), quick: false, escape: None };
     let mut measures = Vec::new();
+    let mut args = all.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bin-dir" => options.bin_dir = args.next().map(PathBuf::from).unwrap_or_default(),
+            "--quick" => options.quick = true,
+            "--escape" => match args.next().as_deref().and_then(escape::Size::parse) {
+                Some(size) => options.escape = Some(size),
+                None => return Err("--escape takes WIDTHxHEIGHTxITERS, e.g. 4096x4096x2000".into()),
+            },
+            m if MEASURES.contains(&m) => measures.push(arg),
+            other => return Err(format!("unknown argument {other}: the measures are {}", MEASURES.join(", "))),
+        }
+    }
+    Ok((options, measures))
+}
+
+fn main() -> std::process::ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let all: Vec<String> = std::env::args().skip(1).collect();
     // The halves of `link` that run inside a network namespace.
     let inner = match all.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
@@ -92,25 +110,13 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
-    let mut args = all.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--bin-dir" => options.bin_dir = args.next().map(PathBuf::from).unwrap_or_default(),
-            "--quick" => options.quick = true,
-            "--escape" => match args.next().as_deref().and_then(escape::Size::parse) {
-                Some(size) => options.escape = Some(size),
-                None => {
-                    eprintln!("xcd-bench: --escape takes WIDTHxHEIGHTxITERS, e.g. 4096x4096x2000");
-                    return std::process::ExitCode::FAILURE;
-                }
-            },
-            m if MEASURES.contains(&m) => measures.push(arg),
-            other => {
-                eprintln!("xcd-bench: unknown argument {other}: the measures are {}", MEASURES.join(", "));
-                return std::process::ExitCode::FAILURE;
-            }
+    let (options, mut measures) = match parse(all) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("xcd-bench: {e}");
+            return std::process::ExitCode::FAILURE;
         }
-    }
+    };
     if !options.bin_dir.join("xcd").exists() {
         eprintln!("xcd-bench: --bin-dir must name where xcd is built (scripts/bench builds it)");
         return std::process::ExitCode::FAILURE;

@@ -156,14 +156,7 @@ impl Made {
         let mut checks = Vec::new();
         for (a, elem) in d.arrays.iter().zip(&self.elems) {
             let id = fresh(&a.name);
-            let (ty, method, what) = match a.role {
-                ArrayRole::PerItem(Access::In) => (format!("&[{elem}]"), "input", "read, one per item"),
-                ArrayRole::PerItem(Access::Out) => (format!("&mut [{elem}]"), "output", "written, one per item"),
-                ArrayRole::PerItem(Access::InOut) => {
-                    (format!("&mut [{elem}]"), "inout", "read and written, one per item")
-                }
-                ArrayRole::Whole => (format!("&[{elem}]"), "whole", "whole, shared by every item"),
-            };
+            let (ty, method, what) = array_arg(a.role, elem);
             sig.push(format!("{id}: {ty}"));
             names.push(id.clone());
             let _ = write!(builder, ".{method}({id})");
@@ -197,5 +190,16 @@ impl Made {
         }
         let _ = writeln!(o, "        par.run_with(&block(), n, {builder}, options)");
         let _ = writeln!(o, "    }}\n");
+    }
+}
+
+/// How a typed `run` takes an array of this role with elements `elem`: its Rust type, the
+/// `Args` method that passes it, and the words its doc uses.
+fn array_arg(role: ArrayRole, elem: &str) -> (String, &'static str, &'static str) {
+    match role {
+        ArrayRole::PerItem(Access::In) => (format!("&[{elem}]"), "input", "read, one per item"),
+        ArrayRole::PerItem(Access::Out) => (format!("&mut [{elem}]"), "output", "written, one per item"),
+        ArrayRole::PerItem(Access::InOut) => (format!("&mut [{elem}]"), "inout", "read and written, one per item"),
+        ArrayRole::Whole => (format!("&[{elem}]"), "whole", "whole, shared by every item"),
     }
 }

@@ -80,7 +80,7 @@ fn large_files_are_split() {
 }
 
 /// The longest a non-test function may be, from its `fn` line to its closing brace.
-const FUNCTION_LINES: usize = 80;
+const FUNCTION_LINES: usize = 70;
 
 /// The non-test functions of a rustfmt-formatted source over `limit` lines, as `(name, lines)`.
 /// A function ends at the first line after its signature that is its indent plus `}`; items

@@ -171,12 +171,7 @@ fn serve(
         let lost = &mut state.lost;
         match command {
             Command::Status(reply) => {
-                let mut info = backend.info().clone();
-                if lost.is_none() {
-                    info.memory_free = catch_unwind(AssertUnwindSafe(|| backend.memory_free())).unwrap_or(None);
-                }
-                info.lost = lost.clone();
-                let _ = reply.send(info);
+                let _ = reply.send(status(backend.as_mut(), lost));
             }
             Command::Load(desc, reply) => {
                 let result = match &*lost {
@@ -227,6 +222,16 @@ fn serve(
         // end: an out-of-service device is let go as the process ends, not destroyed.
         std::mem::forget(backend);
     }
+}
+
+/// The device as it is: fresh memory figures while it serves, why not while it does not.
+fn status(backend: &mut dyn Backend, lost: &Option<String>) -> DeviceInfo {
+    let mut info = backend.info().clone();
+    if lost.is_none() {
+        info.memory_free = catch_unwind(AssertUnwindSafe(|| backend.memory_free())).unwrap_or(None);
+    }
+    info.lost = lost.clone();
+    info
 }
 
 /// One try to bring the device back, loading again every block it had.

@@ -75,38 +75,7 @@ pub fn describe(wgsl: &str, name: &str, entry: &str, marks: &Marks) -> Result<(B
                 mark = Some(what);
             }
         }
-        let role = match (mark, array.read_only) {
-            (Some("whole"), true) => ArrayRole::Whole,
-            (Some("whole"), false) => {
-                return Err(refuse(
-                    line,
-                    format!(
-                        "{} is marked whole but is var<storage, read_write>: a whole array is shared by every tile, so it is read-only; declare it var<storage, read>",
-                        array.name
-                    ),
-                ));
-            }
-            (Some("out" | "inout"), true) => {
-                return Err(refuse(
-                    line,
-                    format!(
-                        "{} is marked as written but is var<storage, read>; declare it var<storage, read_write>",
-                        array.name
-                    ),
-                ));
-            }
-            (Some("out"), false) => ArrayRole::PerItem(Access::Out),
-            (Some("inout"), false) => ArrayRole::PerItem(Access::InOut),
-            (Some(other), _) => {
-                return Err(refuse(
-                    line,
-                    format!("unknown mark `xcd: {other}` on {}: the marks are whole, out and inout", array.name),
-                ));
-            }
-            (None, true) => ArrayRole::PerItem(Access::In),
-            (None, false) if array.loaded => ArrayRole::PerItem(Access::InOut),
-            (None, false) => ArrayRole::PerItem(Access::Out),
-        };
+        let role = role(array, mark, line)?;
         arrays.push(ArraySpec { name: array.name.clone(), elem_size: array.stride, role });
     }
     let params = interface.params.iter().map(|(name, kind)| ParamSpec { name: name.clone(), kind: *kind }).collect();
@@ -119,6 +88,43 @@ pub fn describe(wgsl: &str, name: &str, entry: &str, marks: &Marks) -> Result<(B
     };
     desc.validate().map_err(|e| refuse(None, e.to_string()))?;
     Ok((desc, kernel))
+}
+
+/// An array's role from its mark (if any) and its access: read-only arrays are inputs (or whole
+/// with the mark), `read_write` ones are outputs, or input-outputs where the kernel loads them.
+fn role(array: &crate::ArrayBinding, mark: Option<&str>, line: Option<u32>) -> Result<ArrayRole, FormsError> {
+    Ok(match (mark, array.read_only) {
+        (Some("whole"), true) => ArrayRole::Whole,
+        (Some("whole"), false) => {
+            return Err(refuse(
+                line,
+                format!(
+                    "{} is marked whole but is var<storage, read_write>: a whole array is shared by every tile, so it is read-only; declare it var<storage, read>",
+                    array.name
+                ),
+            ));
+        }
+        (Some("out" | "inout"), true) => {
+            return Err(refuse(
+                line,
+                format!(
+                    "{} is marked as written but is var<storage, read>; declare it var<storage, read_write>",
+                    array.name
+                ),
+            ));
+        }
+        (Some("out"), false) => ArrayRole::PerItem(Access::Out),
+        (Some("inout"), false) => ArrayRole::PerItem(Access::InOut),
+        (Some(other), _) => {
+            return Err(refuse(
+                line,
+                format!("unknown mark `xcd: {other}` on {}: the marks are whole, out and inout", array.name),
+            ));
+        }
+        (None, true) => ArrayRole::PerItem(Access::In),
+        (None, false) if array.loaded => ArrayRole::PerItem(Access::InOut),
+        (None, false) => ArrayRole::PerItem(Access::Out),
+    })
 }
 
 #[cfg(test)]

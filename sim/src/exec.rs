@@ -63,6 +63,15 @@ impl Thread<'_> {
         bytes.get_mut(offset..offset + 4).ok_or(SimError::OutOfBounds { pc, addr })
     }
 
+    /// The value of a special register.
+    fn special(&self, s: Special) -> u32 {
+        match s {
+            Special::Tid => self.tid,
+            Special::Ntid => self.ntid,
+            Special::Ctaid => self.ctaid,
+        }
+    }
+
     fn run(&mut self, args: &[u64], buffers: &mut [Vec<u8>], budget: &mut u64) -> Result<(), SimError> {
         let code: &[Instr] = &self.program.code;
         let mut pc = 0;
@@ -85,30 +94,21 @@ impl Thread<'_> {
                     continue;
                 }
                 Op::Ret => return Ok(()),
-                Op::St { space, ty, addr, off, a } => {
+                Op::St { space, addr, off, a, .. } => {
                     let at = self.get(Src::Reg(addr), pc)?.wrapping_add(off);
                     let v = self.get(a, pc)? as u32;
-                    let _ = ty;
                     self.mem(buffers, space, at, pc)?.copy_from_slice(&v.to_le_bytes());
                     pc += 1;
                     continue;
                 }
-                Op::Ld { space, ty, d, addr, off } => {
+                Op::Ld { space, d, addr, off, .. } => {
                     let at = self.get(Src::Reg(addr), pc)?.wrapping_add(off);
                     let bytes = self.mem(buffers, space, at, pc)?;
-                    let _ = ty;
                     (d, u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])))
                 }
                 Op::LdParam { d, param, .. } => (d, *args.get(param).ok_or(SimError::Args)?),
                 Op::Mov { d, a } | Op::Cvta { d, a } => (d, self.get(a, pc)?),
-                Op::MovSpecial { d, s } => (
-                    d,
-                    u64::from(match s {
-                        Special::Tid => self.tid,
-                        Special::Ntid => self.ntid,
-                        Special::Ctaid => self.ctaid,
-                    }),
-                ),
+                Op::MovSpecial { d, s } => (d, u64::from(self.special(s))),
                 Op::MovDepot { d } => (d, LOCAL_BASE),
                 Op::Bin { op, ty, d, a, b } => (d, binary(op, ty, self.get(a, pc)?, self.get(b, pc)?, pc)?),
                 Op::Mad { d, a, b, c } => {
@@ -123,15 +123,10 @@ impl Thread<'_> {
                     (d, if c { self.get(a, pc)? } else { self.get(b, pc)? })
                 }
                 Op::Cvt { round, to, from, d, a } => (d, convert(round, to, from, self.get(a, pc)?)?),
-                Op::Bfe { signed, d, a, pos, len } => (
-                    d,
-                    u64::from(bfe(
-                        signed,
-                        self.get(a, pc)? as u32,
-                        self.get(pos, pc)? as u32,
-                        self.get(len, pc)? as u32,
-                    )),
-                ),
+                Op::Bfe { signed, d, a, pos, len } => {
+                    let (a, pos, len) = (self.get(a, pc)? as u32, self.get(pos, pc)? as u32, self.get(len, pc)? as u32);
+                    (d, u64::from(bfe(signed, a, pos, len)))
+                }
                 Op::Bfi { d, a, b, pos, len } => {
                     let (a, b) = (self.get(a, pc)? as u32, self.get(b, pc)? as u32);
                     (d, u64::from(bfi(a, b, self.get(pos, pc)? as u32, self.get(len, pc)? as u32)))

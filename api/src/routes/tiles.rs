@@ -360,6 +360,17 @@ impl Intake {
         }))
     }
 
+    /// Sets when the frame now arriving must be whole, while there is `room` to take it; the
+    /// clock starts when its first bytes arrive.
+    fn set_due(&mut self, room: bool, limits: &crate::Limits) {
+        self.frame_due = match self.splitter.arriving() {
+            Some(length) if room => {
+                self.frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
+            }
+            _ => None,
+        };
+    }
+
     /// Why a stream with nothing running ends now, if it does: `Some(None)` cleanly.
     fn ending(&self, body_done: bool, draining: bool) -> Option<Option<ApiError>> {
         if !(body_done || draining) {
@@ -392,8 +403,7 @@ async fn serve_stream(stream: Stream, request: Body) {
                 Ok(None) => break,
                 Err(e) => {
                     stream.refused(ProblemCode::BadFrame, "the tile stream");
-                    stream.close(ApiError::BadFrame(e.to_string())).await;
-                    return;
+                    return stream.close(ApiError::BadFrame(e.to_string())).await;
                 }
             }
         }
@@ -407,19 +417,13 @@ async fn serve_stream(stream: Stream, request: Body) {
             return;
         }
         let room = running.len() < depth && !body_done && !draining_now && intake.wanted.is_none();
-        intake.frame_due = match intake.splitter.arriving() {
-            Some(length) if room => {
-                intake.frame_due.or_else(|| Some(tokio::time::Instant::now() + frame_time(limits, length)))
-            }
-            _ => None,
-        };
+        intake.set_due(room, limits);
         let taking = &stream.taking;
         tokio::select! {
             () = tokio::time::sleep_until(intake.frame_due.unwrap_or_else(tokio::time::Instant::now)), if intake.frame_due.is_some() => {
                 let secs = frame_time(limits, intake.splitter.arriving().unwrap_or(0)).as_secs();
                 stream.refused(ProblemCode::BadFrame, "the tile stream");
-                stream.close(ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"))).await;
-                return;
+                return stream.close(ApiError::BadFrame(format!("a frame took more than {secs} s to arrive: the stream is closed"))).await;
             }
             () = tokio::time::sleep_until(taking.last() + limits.stream_idle),
                 if intake.wanted.is_some() && taking.holding.load(Ordering::SeqCst) > 0 =>
@@ -444,8 +448,7 @@ async fn serve_stream(stream: Stream, request: Body) {
                 Ok(None) => body_done = true,
                 Err(_) if running.is_empty() => {
                     let secs = limits.stream_idle.as_secs();
-                    stream.close(ApiError::BadFrame(format!("no frame for {secs} s: the stream is closed"))).await;
-                    return;
+                    return stream.close(ApiError::BadFrame(format!("no frame for {secs} s: the stream is closed"))).await;
                 }
                 Err(_) => {}
             },

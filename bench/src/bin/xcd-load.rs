@@ -199,10 +199,8 @@ fn programs(daemon: &Daemon, o: &Options, home: &Path) -> Result<(Row, u32), Str
     Ok((row, wrong))
 }
 
-fn run(o: &Options) -> Result<String, String> {
-    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
-    let daemon = Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]).start();
-    let start_mib = peak_mib(&daemon);
+/// Registers the `scale` block with the daemon.
+fn register_scale(daemon: &Daemon) -> Result<BlockDesc, String> {
     let block = BlockDesc {
         name: "scale".into(),
         entry: "scale".into(),
@@ -227,6 +225,14 @@ fn run(o: &Options) -> Result<String, String> {
     if !registered.is_success() {
         return Err(format!("registering the block: {registered}"));
     }
+    Ok(block)
+}
+
+fn run(o: &Options) -> Result<String, String> {
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let daemon = Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]).start();
+    let start_mib = peak_mib(&daemon);
+    let block = register_scale(&daemon)?;
     let tile = format!("/v1/blocks/{}/tile?start=0&count={TILE_ITEMS}&params=3", block.id());
     let input = o.out.join("tile-input.bin");
     let bytes: Vec<u8> = (0..TILE_ITEMS).flat_map(u32::to_le_bytes).collect();

@@ -197,13 +197,9 @@ fn main() -> ExitCode {
         Err(e) => return fail(EXIT_USAGE, e),
     };
     let secret = std::env::var(XC_PAR_SECRET).ok().filter(|s| !s.is_empty()).map(|s| Secret::new(&s));
-    let tls = if cli.plain {
-        None
-    } else {
-        match identity.server_config() {
-            Ok(config) => Some(config),
-            Err(e) => return fail(EXIT_USAGE, e),
-        }
+    let tls = match (!cli.plain).then(|| identity.server_config()).transpose() {
+        Ok(tls) => tls,
+        Err(e) => return fail(EXIT_USAGE, e),
     };
 
     let forms = if cli.trust_forms { xcd_engine::FormPolicy::Trust } else { xcd_engine::FormPolicy::Remake };

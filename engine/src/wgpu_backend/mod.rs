@@ -94,6 +94,27 @@ fn served_by_cuda(vendor: u32, name: &str, pci_bus: &str, cuda: &[Served]) -> bo
     })
 }
 
+/// The bindings of a block's kernel: the uniform slot (dynamic offset), each array (read-only
+/// where the block only reads it), then the detectors' word where the kernel has one.
+fn layout_entries(desc: &BlockDesc, guarded: bool) -> Vec<wgpu::BindGroupLayoutEntry> {
+    let entry = |binding: u32, ty: wgpu::BufferBindingType, has_dynamic_offset: bool| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset, min_binding_size: None },
+        count: None,
+    };
+    let mut entries = vec![entry(0, wgpu::BufferBindingType::Uniform, true)];
+    for (index, array) in desc.arrays.iter().enumerate() {
+        let storage = wgpu::BufferBindingType::Storage { read_only: array.role.read_only() };
+        entries.push(entry(index as u32 + 1, storage, false));
+    }
+    if guarded {
+        let storage = wgpu::BufferBindingType::Storage { read_only: false };
+        entries.push(entry(desc.arrays.len() as u32 + 1, storage, false));
+    }
+    entries
+}
+
 fn backend_kind(backend: wgpu::Backend) -> Option<BackendKind> {
     match backend {
         wgpu::Backend::Vulkan => Some(BackendKind::Vulkan),
@@ -336,40 +357,7 @@ impl Backend for WgpuDevice {
         let fail =
             |reason: String| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason };
         let (module, guarded) = self.module(desc)?;
-        let mut entries = vec![wgpu::BindGroupLayoutEntry {
-            binding: 0,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: true,
-                min_binding_size: None,
-            },
-            count: None,
-        }];
-        for (index, array) in desc.arrays.iter().enumerate() {
-            entries.push(wgpu::BindGroupLayoutEntry {
-                binding: index as u32 + 1,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only: array.role.read_only() },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            });
-        }
-        if guarded {
-            entries.push(wgpu::BindGroupLayoutEntry {
-                binding: desc.arrays.len() as u32 + 1,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only: false },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            });
-        }
+        let entries = layout_entries(desc, guarded);
         let (pipeline, layout) = self.scoped(
             SLOT_BYTES,
             || {

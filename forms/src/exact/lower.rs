@@ -242,16 +242,7 @@ impl Rewriter<'_> {
                 let m = self.min_max(Mf::Max, a, zero, span);
                 self.min_max(Mf::Min, m, one, span)
             }
-            (Mf::Sign, _, _) => {
-                let kind = self.kind(old).unwrap_or(ScalarKind::Float);
-                let zero = self.literal(kind, 0.0, size, span);
-                let one = self.literal(kind, 1.0, size, span);
-                let minus = self.literal(kind, -1.0, size, span);
-                let gt = self.bin(Bo::Greater, a, zero, span);
-                let lt = self.bin(Bo::Less, a, zero, span);
-                let s = self.select(gt, one, zero, span);
-                self.select(lt, minus, s, span)
-            }
+            (Mf::Sign, _, _) => self.sign(old, a, size, span),
             (Mf::Fract, _, _) => {
                 let f = self.math(Mf::Floor, &[a], span);
                 self.bin(Bo::Subtract, a, f, span)
@@ -282,6 +273,24 @@ impl Rewriter<'_> {
                 self.push(e, span)
             }
         })
+    }
+
+    /// `sign(a)` as comparisons: 1, 0 or -1 of `a`'s kind (0 for a NaN).
+    fn sign(
+        &mut self,
+        old: Handle<Expression>,
+        a: Handle<Expression>,
+        size: Option<naga::VectorSize>,
+        span: naga::Span,
+    ) -> Handle<Expression> {
+        let kind = self.kind(old).unwrap_or(ScalarKind::Float);
+        let zero = self.literal(kind, 0.0, size, span);
+        let one = self.literal(kind, 1.0, size, span);
+        let minus = self.literal(kind, -1.0, size, span);
+        let gt = self.bin(Bo::Greater, a, zero, span);
+        let lt = self.bin(Bo::Less, a, zero, span);
+        let s = self.select(gt, one, zero, span);
+        self.select(lt, minus, s, span)
     }
 
     /// Rewrites `extractBits(a, offset, count)` and `insertBits(a, bits, offset, count)` with

@@ -300,6 +300,32 @@ impl Rewriter<'_> {
         }
     }
 
+    /// A store: into storage, through [`Self::store`] (which writes floats canonically), else
+    /// as it was.
+    fn lower_store(
+        &mut self,
+        pointer: Handle<Expression>,
+        value: Handle<Expression>,
+        span: naga::Span,
+    ) -> Result<(), FormsError> {
+        let pointee = match self.ty(pointer) {
+            TypeInner::Pointer { base, space: naga::AddressSpace::Storage { .. } } => {
+                Some(self.types[base].inner.clone())
+            }
+            TypeInner::ValuePointer { size, scalar, space: naga::AddressSpace::Storage { .. } } => Some(match size {
+                Some(size) => TypeInner::Vector { size, scalar },
+                None => TypeInner::Scalar(scalar),
+            }),
+            _ => None,
+        };
+        let (p, v) = (self.get(pointer)?, self.get(value)?);
+        match pointee {
+            Some(ty) if self.opaque.is_none() => self.store(p, v, &ty, span),
+            _ => self.stmt(Statement::Store { pointer: p, value: v }, span),
+        }
+        Ok(())
+    }
+
     fn block(&mut self, old: Block) -> Result<Block, FormsError> {
         self.outs.push(Block::new());
         for (statement, span) in old.span_into_iter() {
@@ -341,36 +367,15 @@ impl Rewriter<'_> {
                     let value = value.map(|v| self.get(v)).transpose()?;
                     self.stmt(Statement::Return { value }, span);
                 }
-                Statement::Store { pointer, value } => {
-                    let pointee = match self.ty(pointer) {
-                        TypeInner::Pointer { base, space: naga::AddressSpace::Storage { .. } } => {
-                            Some(self.types[base].inner.clone())
-                        }
-                        TypeInner::ValuePointer { size, scalar, space: naga::AddressSpace::Storage { .. } } => {
-                            Some(match size {
-                                Some(size) => TypeInner::Vector { size, scalar },
-                                None => TypeInner::Scalar(scalar),
-                            })
-                        }
-                        _ => None,
-                    };
-                    let (p, v) = (self.get(pointer)?, self.get(value)?);
-                    match pointee {
-                        Some(ty) if self.opaque.is_none() => self.store(p, v, &ty, span),
-                        _ => self.stmt(Statement::Store { pointer: p, value: v }, span),
-                    }
-                }
+                Statement::Store { pointer, value } => self.lower_store(pointer, value, span)?,
                 Statement::Call { function, arguments, result } => {
                     let arguments = arguments.into_iter().map(|a| self.get(a)).collect::<Result<_, _>>()?;
                     self.flush();
-                    let result = match result {
-                        Some(old) => {
-                            let new = self.new.append(Expression::CallResult(function), self.old.get_span(old));
-                            self.map[old.index()] = Some(new);
-                            Some(new)
-                        }
-                        None => None,
-                    };
+                    let result = result.map(|old| {
+                        let new = self.new.append(Expression::CallResult(function), self.old.get_span(old));
+                        self.map[old.index()] = Some(new);
+                        new
+                    });
                     self.stmt(Statement::Call { function, arguments, result }, span);
                 }
                 _ => return Err(internal("a statement outside the exact subset")),

@@ -144,21 +144,7 @@ impl<'f> Frame<'f> {
             E::Literal(lit) => vec![w.literal(lit)?],
             E::Constant(c) => constant(w, module.constants[c].init)?,
             E::ZeroValue(ty) => zeros(w, &module.types[ty].inner),
-            E::Compose { ref components, .. } => {
-                let mut out = Vec::new();
-                for &c in components {
-                    out.extend(self.value(w, c)?);
-                }
-                out
-            }
-            E::Splat { size, value } => {
-                let v = self.value(w, value)?;
-                std::iter::repeat_n(v[0], size as usize).collect()
-            }
-            E::Swizzle { size, vector, pattern } => {
-                let v = self.value(w, vector)?;
-                pattern[..size as usize].iter().map(|&c| v[c as usize]).collect()
-            }
+            E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } => self.composite(w, h)?,
             E::FunctionArgument(i) => {
                 return self.args.get(i as usize).cloned().ok_or_else(|| internal("a missing argument"));
             }
@@ -214,6 +200,29 @@ impl<'f> Frame<'f> {
             E::CallResult(_) => return Err(internal("a call's result before the call")),
             _ => return Err(internal("an expression outside the exact subset")),
         }))
+    }
+
+    /// A vector or composite value put together: from its components, one value repeated, or
+    /// another vector's components in a new order.
+    fn composite(&mut self, w: &mut Writer<'_>, h: Handle<Expression>) -> Result<Vec<Reg>, FormsError> {
+        Ok(match self.fun.expressions[h] {
+            Expression::Compose { ref components, .. } => {
+                let mut out = Vec::new();
+                for &c in components {
+                    out.extend(self.value(w, c)?);
+                }
+                out
+            }
+            Expression::Splat { size, value } => {
+                let v = self.value(w, value)?;
+                std::iter::repeat_n(v[0], size as usize).collect()
+            }
+            Expression::Swizzle { size, vector, pattern } => {
+                let v = self.value(w, vector)?;
+                pattern[..size as usize].iter().map(|&c| v[c as usize]).collect()
+            }
+            _ => return Err(internal("a composite that is not one")),
+        })
     }
 
     /// `arrayLength` of a storage array: the length the kernel was given for it.
@@ -273,6 +282,25 @@ impl<'f> Frame<'f> {
         for statement in block {
             self.statement(w, statement)?;
         }
+        Ok(())
+    }
+
+    /// An if: a branch past `accept` to `reject` where the condition is false.
+    fn branch(
+        &mut self,
+        w: &mut Writer<'_>,
+        condition: Handle<Expression>,
+        accept: &'f naga::Block,
+        reject: &'f naga::Block,
+    ) -> Result<(), FormsError> {
+        let c = self.value(w, condition)?[0];
+        let (otherwise, end) = (w.label(), w.label());
+        w.op(format!("@!{c} bra {otherwise}"));
+        self.block(w, accept)?;
+        w.op(format!("bra {end}"));
+        w.place_label(&otherwise);
+        self.block(w, reject)?;
+        w.place_label(&end);
         Ok(())
     }
 
@@ -357,16 +385,7 @@ impl<'f> Frame<'f> {
                 }
             }
             Statement::Block(ref inner) => self.block(w, inner)?,
-            Statement::If { condition, ref accept, ref reject } => {
-                let c = self.value(w, condition)?[0];
-                let (otherwise, end) = (w.label(), w.label());
-                w.op(format!("@!{c} bra {otherwise}"));
-                self.block(w, accept)?;
-                w.op(format!("bra {end}"));
-                w.place_label(&otherwise);
-                self.block(w, reject)?;
-                w.place_label(&end);
-            }
+            Statement::If { condition, ref accept, ref reject } => self.branch(w, condition, accept, reject)?,
             Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
             Statement::Loop { ref body, ref continuing, break_if } => {
                 let (top, cont, end) = (w.label(), w.label(), w.label());

@@ -171,6 +171,30 @@ impl Frame<'_> {
         }
     }
 
+    /// A vector or composite value put together: from its components, one value repeated, or
+    /// another vector's components in a new order.
+    fn composite(&mut self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
+        Ok(match self.fun.expressions[h] {
+            Expression::Compose { ty, ref components } => {
+                let mut parts = Vec::new();
+                let mut widths = Vec::new();
+                for &c in components {
+                    parts.push(self.value(w, c)?);
+                    widths.push(self.size(w, c).unwrap_or(1));
+                }
+                compose(w, ty, &parts, |k| widths[k])?
+            }
+            Expression::Splat { size, value } => format!("[{}; {}]", self.value(w, value)?, size as u32),
+            Expression::Swizzle { size, vector, pattern } => {
+                let v = self.value(w, vector)?;
+                let parts: Vec<String> =
+                    pattern[..size as usize].iter().map(|&c| format!("{v}[{}]", c as u32)).collect();
+                format!("[{}]", parts.join(", "))
+            }
+            _ => return Err(internal("a composite that is not one")),
+        })
+    }
+
     /// Member `index` of a struct value, or component `index` of a vector or array value.
     fn member(&mut self, w: &Writer<'_>, base: Handle<Expression>, index: u32) -> Result<String, FormsError> {
         let v = self.value(w, base)?;
@@ -243,22 +267,7 @@ impl Frame<'_> {
             E::Literal(lit) => literal(lit)?,
             E::Constant(c) => constant(w, module.constants[c].init)?,
             E::ZeroValue(ty) => w.zero(ty)?,
-            E::Compose { ty, ref components } => {
-                let mut parts = Vec::new();
-                let mut widths = Vec::new();
-                for &c in components {
-                    parts.push(self.value(w, c)?);
-                    widths.push(self.size(w, c).unwrap_or(1));
-                }
-                compose(w, ty, &parts, |k| widths[k])?
-            }
-            E::Splat { size, value } => format!("[{}; {}]", self.value(w, value)?, size as u32),
-            E::Swizzle { size, vector, pattern } => {
-                let v = self.value(w, vector)?;
-                let parts: Vec<String> =
-                    pattern[..size as usize].iter().map(|&c| format!("{v}[{}]", c as u32)).collect();
-                format!("[{}]", parts.join(", "))
-            }
+            E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } => self.composite(w, h)?,
             E::FunctionArgument(i) => self.arg_name(i)?,
             E::AccessIndex { base, index } => self.member(w, base, index)?,
             E::Access { base, index } => self.element(w, base, index)?,

@@ -180,6 +180,29 @@ impl<'f> Frame<'f> {
         Ok(())
     }
 
+    /// An if, with its else where it has one.
+    fn branch(
+        &mut self,
+        w: &mut Writer<'_>,
+        condition: Handle<Expression>,
+        accept: &'f naga::Block,
+        reject: &'f naga::Block,
+    ) -> Result<(), FormsError> {
+        let c = self.value(w, condition)?;
+        w.line(format!("if {c} {{"));
+        w.indent += 1;
+        self.block(w, accept)?;
+        w.indent -= 1;
+        if !reject.is_empty() {
+            w.line("} else {");
+            w.indent += 1;
+            self.block(w, reject)?;
+            w.indent -= 1;
+        }
+        w.line("}");
+        Ok(())
+    }
+
     /// A loop, labelled; its body in a labelled block of its own where a `continue` must still
     /// reach the continuing block (values the continuing block reads declared before it).
     fn looped(
@@ -279,20 +302,7 @@ impl<'f> Frame<'f> {
                 }
             }
             Statement::Block(ref inner) => self.braced(w, String::new(), inner)?,
-            Statement::If { condition, ref accept, ref reject } => {
-                let c = self.value(w, condition)?;
-                w.line(format!("if {c} {{"));
-                w.indent += 1;
-                self.block(w, accept)?;
-                w.indent -= 1;
-                if !reject.is_empty() {
-                    w.line("} else {");
-                    w.indent += 1;
-                    self.block(w, reject)?;
-                    w.indent -= 1;
-                }
-                w.line("}");
-            }
+            Statement::If { condition, ref accept, ref reject } => self.branch(w, condition, accept, reject)?,
             Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
             Statement::Loop { ref body, ref continuing, break_if } => self.looped(w, body, continuing, break_if)?,
             Statement::Break => {

@@ -99,20 +99,7 @@ impl Daemon {
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_matches(['[', ']']).to_owned();
         let key = pin_key(addr);
         let failed = |detail: String| RemoteError::Failed { addr: addr.to_owned(), detail };
-        let pin = home.get(&key).map_err(|e| failed(e.to_string()))?;
-        let expected = match pin.as_deref() {
-            None => None,
-            Some(text) => {
-                let mut bytes = [0u8; 32];
-                hex::decode_to_slice(text, &mut bytes).map_err(|_| {
-                    failed(format!(
-                        "the pin {key} in {} is not a SHA-256; remove it",
-                        describe(home.path().parent().unwrap_or(home.path().as_path()))
-                    ))
-                })?;
-                Some(bytes)
-            }
-        };
+        let expected = pinned(home, &key).map_err(failed)?;
         let (mut tls, seen) = client_config(expected).map_err(|e| failed(e.to_string()))?;
         tls.alpn_protocols = vec![b"h2".to_vec()];
         let client = reqwest::Client::builder()
@@ -257,4 +244,17 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The fingerprint pinned under `key`, if any; says what to do with one that is not a SHA-256.
+fn pinned(home: &Home, key: &str) -> Result<Option<[u8; 32]>, String> {
+    let Some(text) = home.get(key).map_err(|e| e.to_string())? else { return Ok(None) };
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(&text, &mut bytes).map_err(|_| {
+        format!(
+            "the pin {key} in {} is not a SHA-256; remove it",
+            describe(home.path().parent().unwrap_or(home.path().as_path()))
+        )
+    })?;
+    Ok(Some(bytes))
 }

@@ -338,44 +338,49 @@ fn ord(c: Cmp, o: std::cmp::Ordering) -> bool {
     }
 }
 
-fn call(f: Fun, t: T, a: &[V]) -> V {
+/// A float built-in's value, as WGSL computes it (min and max as the exact subset writes them).
+fn call_float(f: Fun, a: &[V]) -> f32 {
     let fl = |k: usize| a[k].f();
+    let len3 = |x: f32, y: f32, z: f32| (x * x + y * y + z * z).sqrt();
+    match f {
+        Fun::Abs => fl(0).abs(),
+        Fun::Min => min_f(fl(0), fl(1)),
+        Fun::Max => max_f(fl(0), fl(1)),
+        Fun::Clamp => min_f(max_f(fl(0), fl(1)), fl(2)),
+        Fun::Saturate => min_f(max_f(fl(0), 0.0), 1.0),
+        Fun::Floor => fl(0).floor(),
+        Fun::Ceil => fl(0).ceil(),
+        Fun::Trunc => fl(0).trunc(),
+        Fun::Round => fl(0).round_ties_even(),
+        Fun::Fract => fl(0) - fl(0).floor(),
+        Fun::Sqrt => fl(0).sqrt(),
+        Fun::Sign => {
+            let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
+            if fl(0) < 0.0 { -1.0 } else { s }
+        }
+        Fun::Step => {
+            if fl(0) <= fl(1) {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        Fun::Mix => fl(0) * (1.0 - fl(2)) + fl(1) * fl(2),
+        Fun::Dot2 => fl(0) * fl(2) + fl(1) * fl(3),
+        Fun::Length3 => len3(fl(0), fl(1), fl(2)),
+        Fun::Distance2 => {
+            let (x, y) = (fl(0) - fl(2), fl(1) - fl(3));
+            (x * x + y * y).sqrt()
+        }
+        Fun::NormalizeX => fl(0) / len3(fl(0), fl(1), fl(2)),
+        Fun::CrossY => fl(2) * fl(3) - fl(0) * fl(5),
+        _ => f32::NAN,
+    }
+}
+
+fn call(f: Fun, t: T, a: &[V]) -> V {
     if t == T::F {
-        let len3 = |x: f32, y: f32, z: f32| (x * x + y * y + z * z).sqrt();
-        return V::F(match f {
-            Fun::Abs => fl(0).abs(),
-            Fun::Min => min_f(fl(0), fl(1)),
-            Fun::Max => max_f(fl(0), fl(1)),
-            Fun::Clamp => min_f(max_f(fl(0), fl(1)), fl(2)),
-            Fun::Saturate => min_f(max_f(fl(0), 0.0), 1.0),
-            Fun::Floor => fl(0).floor(),
-            Fun::Ceil => fl(0).ceil(),
-            Fun::Trunc => fl(0).trunc(),
-            Fun::Round => fl(0).round_ties_even(),
-            Fun::Fract => fl(0) - fl(0).floor(),
-            Fun::Sqrt => fl(0).sqrt(),
-            Fun::Sign => {
-                let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
-                if fl(0) < 0.0 { -1.0 } else { s }
-            }
-            Fun::Step => {
-                if fl(0) <= fl(1) {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Fun::Mix => fl(0) * (1.0 - fl(2)) + fl(1) * fl(2),
-            Fun::Dot2 => fl(0) * fl(2) + fl(1) * fl(3),
-            Fun::Length3 => len3(fl(0), fl(1), fl(2)),
-            Fun::Distance2 => {
-                let (x, y) = (fl(0) - fl(2), fl(1) - fl(3));
-                (x * x + y * y).sqrt()
-            }
-            Fun::NormalizeX => fl(0) / len3(fl(0), fl(1), fl(2)),
-            Fun::CrossY => fl(2) * fl(3) - fl(0) * fl(5),
-            _ => f32::NAN,
-        });
+        return V::F(call_float(f, a));
     }
     let signed = t == T::I;
     let x = a[0].u();

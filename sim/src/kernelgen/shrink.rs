@@ -121,8 +121,15 @@ fn for_each_block(body: &mut Vec<S>, f: &mut dyn FnMut(&mut Vec<S>)) {
 
 /// The kernels one simplification away from `k`.
 fn variants(k: &Kernel) -> Vec<Kernel> {
+    let mut out = statement_variants(k);
+    out.extend(expression_variants(k));
+    out
+}
+
+/// The kernel with one statement dropped, or one branch of an if (one body of a switch) in its
+/// place.
+fn statement_variants(k: &Kernel) -> Vec<Kernel> {
     let mut out = Vec::new();
-    // Statements: drop one, or put one branch of an if / one body of a switch in its place.
     let mut blocks = 0;
     for_each_block(&mut k.clone().body, &mut |_| blocks += 1);
     for target in 0..blocks {
@@ -163,7 +170,12 @@ fn variants(k: &Kernel) -> Vec<Kernel> {
             }
         }
     }
-    // Expressions: an operand of the same type, or a plain value.
+    out
+}
+
+/// The kernel with one expression replaced by an operand of the same type, or a plain value.
+fn expression_variants(k: &Kernel) -> Vec<Kernel> {
+    let mut out = Vec::new();
     let mut count = 0;
     for_each_expr(&mut k.clone(), &mut |_, _| count += 1);
     for target in 0..count {
