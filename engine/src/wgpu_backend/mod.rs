@@ -20,6 +20,10 @@
 //! block's buffers past that drops the least recently run blocks' (they grow again when next
 //! run). Whole arrays are kept by content hash across blocks, to a bound of count and bytes
 //! ([`crate::whole`]).
+//!
+//! Layout: this file opens devices and loads blocks; `buffers` grows and drops buffers;
+//! `dispatch` runs a tile in steps (buffers ready, dispatches planned, commands submitted,
+//! results read back within the deadline).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
