@@ -14,6 +14,8 @@
 //!   the measuring first run against the best fixed set of workers.
 //! - `exact`: each example block on each local device with the exact forms the engine makes,
 //!   against its build-time forms loaded as sent (`exact.rs`).
+//! - `sim`: the real scheduler driving 4 to 256 made-up workers in virtual time, against the
+//!   ideal split (`sim.rs`).
 //!
 //! ```text
 //! xcd-bench --bin-dir target/dist [MEASURE…] [--quick] [--escape WIDTHxHEIGHTxITERS]
@@ -31,6 +33,7 @@ mod escape;
 mod exact;
 mod link;
 mod rtt;
+mod sim;
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +73,7 @@ pub(crate) struct Options {
 }
 
 /// Every measure, in the order they run when none is named.
-const MEASURES: [&str; 7] = ["rtt", "copy", "link", "overhead", "scaling", "placement", "exact"];
+const MEASURES: [&str; 8] = ["rtt", "copy", "link", "overhead", "scaling", "placement", "exact", "sim"];
 
 /// The options and the measures the command line names.
 fn parse(all: Vec<String>) -> Result<(Options, Vec<String>), String> {
@@ -133,6 +136,7 @@ fn main() -> std::process::ExitCode {
             "overhead" => escape::overhead(&options),
             "scaling" => escape::scaling(&options),
             "exact" => exact::run(&options),
+            "sim" => sim::run(&options),
             _ => escape::placement(&options),
         };
         match section {

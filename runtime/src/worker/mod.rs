@@ -223,6 +223,11 @@ pub(crate) trait Worker: Sync {
     fn lanes(&self) -> usize {
         1
     }
+    /// The fixed time a tile spends getting to the device and back (a daemon's round trip),
+    /// which its lanes hide: the scheduler leaves it out of the worker's pace.
+    fn round_trip(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
     /// Most items one tile of this block may hold on this worker.
     fn max_tile(&self, _ctx: &RunCtx) -> u32 {
         u32::MAX

@@ -51,6 +51,17 @@ const STALL_FACTOR: f64 = 10.0;
 /// again: a link back after a blip brings its daemon back into the next run.
 const STALL_RECHECK: Duration = Duration::from_secs(5);
 
+/// How long a tile of `count` items may wait for its result, given the recent seconds per item
+/// (0 before any tile is timed). The scheduler's simulation (`crate::schedule::sim`) gives up
+/// on a stalled worker by the same rule.
+pub(crate) fn stall_deadline(per_item: f64, count: u32) -> Duration {
+    if per_item <= 0.0 {
+        return FIRST_TILE_WAIT;
+    }
+    let expected = Duration::from_secs_f64((per_item * f64::from(count) * STALL_FACTOR).min(3600.0));
+    expected.max(STALL_FLOOR)
+}
+
 impl RemoteWorker {
     /// The worker of device `device` (its index in the daemon's inventory) of `daemon`.
     pub(crate) fn new(id: WorkerId, daemon: Arc<Daemon>, device: usize, runtime: tokio::runtime::Handle) -> Self {
@@ -73,12 +84,7 @@ impl RemoteWorker {
 
     /// How long a tile of `count` items may wait for its result.
     fn deadline(&self, count: u32) -> Duration {
-        let per_item = f64::from_bits(self.per_item.load(Ordering::Relaxed));
-        if per_item <= 0.0 {
-            return FIRST_TILE_WAIT;
-        }
-        let expected = Duration::from_secs_f64((per_item * f64::from(count) * STALL_FACTOR).min(3600.0));
-        expected.max(STALL_FLOOR)
+        stall_deadline(f64::from_bits(self.per_item.load(Ordering::Relaxed)), count)
     }
 
     /// The stall this daemon is under, if it still is. A run never waits on the check: every
@@ -131,6 +137,10 @@ impl Worker for RemoteWorker {
 
     fn lanes(&self) -> usize {
         self.daemon.depth as usize
+    }
+
+    fn round_trip(&self) -> Duration {
+        self.daemon.rtt
     }
 
     fn max_tile(&self, ctx: &RunCtx) -> u32 {

@@ -1,26 +1,31 @@
 //! The tile scheduler: runs a set of items on a set of workers, handing out tiles dynamically,
 //! sized to each worker's speed.
 //!
-//! The items not yet computed are a [`Work`]: tiles that own their slices of the program's
-//! arrays, in item order. Tiles are carved from its front, so each owns its slice and results
-//! land in place with no copy back. A worker that fails gives its tile back untouched and stops;
-//! the tile then runs on another worker. Tile sizes follow each worker's measured rate (aiming at
-//! [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most half of its
-//! fair share of what remains, so all workers finish close together. A worker runs as many
-//! threads as it has lanes (a remote worker: its daemon's depth, so that many tiles are in
-//! flight), all sharing the worker's statistics. Statistics live with the caller, so that a run
-//! made of several calls (placement measuring) keeps each worker's rate from one to the next.
-//! Which workers run a block is [`crate::placement`]'s business, not this module's.
+//! The items not yet computed are a [`Work`] (`work`): tiles that own their slices of the
+//! program's arrays, in item order. Tiles are carved from its front, so each owns its slice and
+//! results land in place with no copy back. A worker that fails gives its tile back untouched
+//! and stops; the tile then runs on another worker. Tile sizes follow each worker's measured
+//! rate (aiming at [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most
+//! half of its fair share of what remains, so all workers finish close together. Those decisions
+//! are the [`Board`]'s (`board`), which has no threads and no clock: [`run`] drives it with a
+//! thread per lane (a remote worker has its daemon's depth of lanes, so that many tiles are in
+//! flight), and [`sim`] drives the same board in virtual time, with hundreds of made-up workers.
+//! Statistics live with the caller, so that a run made of several calls (placement measuring)
+//! keeps each worker's rate from one to the next. Which workers run a block is
+//! [`crate::placement`]'s business, not this module's.
 
-use std::collections::VecDeque;
+mod board;
+pub mod sim;
+mod work;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use xcd_wire::Tile;
+use board::{Board, Next};
+pub(crate) use work::Work;
 
-use crate::args::ArrayArg;
-use crate::worker::{RunCtx, TileArray, TileSlices, Worker, WorkerError, WorkerKind};
+use crate::worker::{RunCtx, TileSlices, Worker, WorkerError, WorkerKind};
 
 /// How long one tile should keep a worker busy once its rate is known.
 pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
@@ -29,7 +34,7 @@ pub(crate) const MIN_TILE: u32 = 64;
 /// How much busy time a worker's pace remembers (older tiles fade by e each time this passes).
 const PACE_MEMORY: Duration = Duration::from_millis(250);
 /// Tiles per worker the first, unmeasured tile aims at.
-const FIRST_TILE_SHARE: u32 = 32;
+const FIRST_TILE_SHARE: u32 = 1024;
 
 /// What one worker did in a run.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +57,8 @@ pub struct WorkerStats {
     pub failure: Option<String>,
     /// What else the report should say of how it ran its tiles (e.g. some on the CPU form).
     pub note: Option<String>,
+    /// Its round trip (see [`Worker::round_trip`]), left out of its pace.
+    round_trip: Duration,
     /// Items in its last tile: the next may be at most twice as large.
     last_tile: u32,
     /// Items and busy seconds of its recent tiles, older ones fading with [`PACE_MEMORY`] of
@@ -66,6 +73,19 @@ impl WorkerStats {
         (self.recent.1 > 0.0).then(|| self.recent.0 / self.recent.1)
     }
 
+    /// How long its tiles should keep its device busy: [`TARGET_TILE`], or longer where a round
+    /// trip would otherwise leave the device idle. With `lanes` tiles in flight the device stays
+    /// busy while a tile's time is at least the round trip over `lanes - 1`; twice that is aimed
+    /// at. One lane cannot hide it, so four round trips keep such a device busy four fifths of
+    /// the time.
+    fn tile_time(&self) -> Duration {
+        let hide = match self.lanes {
+            0 | 1 => 4.0,
+            lanes => 2.0 / (lanes - 1) as f64,
+        };
+        TARGET_TILE.max(self.round_trip.mul_f64(hide))
+    }
+
     /// Stats for a worker that has done nothing yet.
     pub(crate) fn new(name: &str) -> WorkerStats {
         WorkerStats { name: name.to_owned(), lanes: 1, ..WorkerStats::default() }
@@ -77,6 +97,7 @@ impl WorkerStats {
             kind: worker.id().kind,
             about: worker.about(),
             lanes: worker.lanes().max(1),
+            round_trip: worker.round_trip(),
             ..WorkerStats::new(worker.name())
         }
     }
@@ -84,9 +105,14 @@ impl WorkerStats {
     /// Counts a tile of `count` items that kept the worker busy for `busy`.
     fn record(&mut self, count: u32, busy: Duration) {
         self.last_tile = self.last_tile.max(count);
-        let fade = (-busy.as_secs_f64() / PACE_MEMORY.as_secs_f64()).exp();
+        // The pace leaves out the round trip, which lanes overlap: counted in, a daemon whose
+        // round trip exceeds TARGET_TILE would be handed ever smaller tiles (down to MIN_TILE,
+        // with its device idle between them). At least a quarter of the busy time counts, in
+        // case the round trip was measured high.
+        let computing = busy.saturating_sub(self.round_trip).max(busy / 4);
+        let fade = (-computing.as_secs_f64() / PACE_MEMORY.as_secs_f64()).exp();
         let (items, secs) = self.recent;
-        self.recent = (items * fade + f64::from(count), secs * fade + busy.as_secs_f64());
+        self.recent = (items * fade + f64::from(count), secs * fade + computing.as_secs_f64());
         self.items += u64::from(count);
         self.tiles += 1;
         self.busy += busy;
@@ -104,134 +130,6 @@ impl WorkerStats {
     }
 }
 
-/// Items not yet computed: tiles owning their slices of the program's arrays, in item order.
-#[derive(Debug, Default)]
-pub(crate) struct Work<'a> {
-    segments: VecDeque<TileSlices<'a>>,
-}
-
-impl<'a> Work<'a> {
-    /// All `n` items of a run over the program's arrays.
-    pub(crate) fn new(arrays: Vec<ArrayArg<'a>>, n: u32) -> Work<'a> {
-        let arrays = arrays
-            .into_iter()
-            .map(|a| match a {
-                ArrayArg::In(d) => TileArray::In(d),
-                ArrayArg::Out(d) => TileArray::Out(d),
-                ArrayArg::InOut(d) => TileArray::InOut(d),
-                ArrayArg::Whole(_) => TileArray::Whole,
-            })
-            .collect();
-        let mut segments = VecDeque::new();
-        if n > 0 {
-            segments.push_back(TileSlices { tile: Tile { start: 0, count: n }, arrays });
-        }
-        Work { segments }
-    }
-
-    /// Items left.
-    pub(crate) fn items(&self) -> u64 {
-        self.segments.iter().map(|s| u64::from(s.tile.count)).sum()
-    }
-
-    /// True when nothing is left.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.segments.is_empty()
-    }
-
-    /// Where each stretch left starts, in order.
-    #[cfg(test)]
-    pub(crate) fn starts(&self) -> Vec<u32> {
-        self.segments.iter().map(|s| s.tile.start).collect()
-    }
-
-    /// Takes up to `count` (at least one) items from the front.
-    fn take_front(&mut self, count: u32, elem: &[u32]) -> Option<TileSlices<'a>> {
-        let first = self.segments.pop_front()?;
-        let count = count.max(1);
-        if first.tile.count <= count {
-            return Some(first);
-        }
-        let (head, rest) = first.split(count, elem);
-        self.segments.push_front(rest);
-        Some(head)
-    }
-
-    /// Carves up to `count` items out of one stretch, starting at the first item left at or
-    /// after `at` (or the first item left, when none is).
-    pub(crate) fn carve(&mut self, at: u32, count: u32, elem: &[u32]) -> Work<'a> {
-        let Some(i) = self.segments.iter().position(|s| s.tile.start + s.tile.count > at).or(
-            // Nothing at or after `at`: wrap to the front.
-            if self.segments.is_empty() { None } else { Some(0) },
-        ) else {
-            return Work::default();
-        };
-        let Some(mut segment) = self.segments.remove(i) else { return Work::default() };
-        if segment.tile.start < at && at < segment.tile.start + segment.tile.count {
-            let offset = at - segment.tile.start;
-            let (left, right) = segment.split(offset, elem);
-            self.segments.insert(i, left);
-            segment = right;
-        }
-        let mut piece = Work::default();
-        let count = count.max(1);
-        if segment.tile.count > count {
-            let (head, rest) = segment.split(count, elem);
-            self.put(rest);
-            piece.segments.push_back(head);
-        } else {
-            piece.segments.push_back(segment);
-        }
-        piece
-    }
-
-    /// Puts a tile back in item order.
-    fn put(&mut self, tile: TileSlices<'a>) {
-        let at = self.segments.partition_point(|s| s.tile.start < tile.tile.start);
-        self.segments.insert(at, tile);
-    }
-
-    /// Takes back everything `other` holds.
-    pub(crate) fn absorb(&mut self, other: Work<'a>) {
-        for tile in other.segments {
-            self.put(tile);
-        }
-    }
-}
-
-/// The shared state of one call to [`run`].
-struct Board<'w, 'a> {
-    work: Work<'a>,
-    /// Items in the work when the call began.
-    total: u64,
-    in_flight: usize,
-    stats: &'w mut [WorkerStats],
-}
-
-impl Board<'_, '_> {
-    /// The next tile size for worker `w`.
-    fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
-        if let Some(fixed) = fixed {
-            return fixed.max(1);
-        }
-        let live: Vec<&WorkerStats> = self.stats.iter().filter(|s| s.failure.is_none()).collect();
-        let workers = live.len().max(1) as f64;
-        let Some(rate) = self.stats[w].pace() else {
-            let first = self.total / (u64::from(FIRST_TILE_SHARE) * workers as u64);
-            return u32::try_from(first).unwrap_or(u32::MAX).max(MIN_TILE);
-        };
-        let known: Vec<f64> = live.iter().filter_map(|s| s.pace()).collect();
-        let average = known.iter().sum::<f64>() / known.len().max(1) as f64;
-        let total_rate: f64 = live.iter().map(|s| s.pace().unwrap_or(average)).sum();
-        let share = self.work.items() as f64 * rate / total_rate.max(f64::MIN_POSITIVE);
-        let by_time = rate * TARGET_TILE.as_secs_f64();
-        // A rate measured on cheap items (escape's outer pixels) would hand out a tile of costly
-        // ones far too large; growing at most twofold per tile bounds that mistake.
-        let grown = 2.0 * f64::from(self.stats[w].last_tile.max(MIN_TILE));
-        (by_time.min(share / 2.0).min(grown).max(f64::from(MIN_TILE)).min(f64::from(u32::MAX))) as u32
-    }
-}
-
 /// Options that change how a run is split.
 #[derive(Default)]
 pub struct RunOptions<'p> {
@@ -245,7 +143,9 @@ pub struct RunOptions<'p> {
 pub(crate) type ItemsDone = AtomicU64;
 
 /// Runs `work` on `workers` (prepared; those with a failure recorded in `stats` sit out) and
-/// returns what is left: nothing, unless every worker failed.
+/// returns what is left: nothing, unless every worker failed. Each lane of each worker is a
+/// thread; the [`Board`] behind one lock decides, and a condition variable wakes lanes that wait
+/// for tiles in flight to finish or come back.
 pub(crate) fn run<'a>(
     workers: &[&dyn Worker],
     stats: &mut [WorkerStats],
@@ -256,8 +156,7 @@ pub(crate) fn run<'a>(
 ) -> Work<'a> {
     let elem: Vec<u32> = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
     let live: Vec<bool> = stats.iter().map(|s| s.failure.is_none()).collect();
-    let total = work.items();
-    let pool = Mutex::new(Board { work, total, in_flight: 0, stats });
+    let board = Mutex::new(Board::new(work, stats));
     let changed = Condvar::new();
 
     std::thread::scope(|scope| {
@@ -267,27 +166,28 @@ pub(crate) fn run<'a>(
             .filter(|&(w, _)| live[w])
             .flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |_| (w, worker)));
         for (w, worker) in lanes {
-            let (pool, changed, elem) = (&pool, &changed, &elem);
+            let (board, changed, elem) = (&board, &changed, &elem);
             scope.spawn(move || {
                 let max_tile = worker.max_tile(ctx);
-                let size = |p: &Board<'_, '_>| p.size_for(w, options.tile_items).min(max_tile);
-                while let Some(mut tile) = next_tile(pool, changed, w, size, elem) {
+                while let Some(mut tile) = next_tile(board, changed, w, options.tile_items, max_tile, elem) {
                     let started = Instant::now();
                     // A panic in a worker (a bug) fails that worker, not the run: otherwise its
                     // tile would stay in flight and every other lane would wait for it forever.
                     let result =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run_tile(ctx, &mut tile)))
                             .unwrap_or_else(|_| Err(WorkerError::Panicked(worker.name().to_owned())));
-                    if let Err(e) = result {
-                        fail(pool, changed, w, e, Some(tile));
+                    let count = tile.tile.count;
+                    let failed = result.is_err();
+                    let mut b = lock(board);
+                    match result {
+                        Ok(()) => b.finished(w, count, started.elapsed()),
+                        Err(e) => b.failed(w, &e.to_string(), Some(tile)),
+                    }
+                    drop(b);
+                    changed.notify_all();
+                    if failed {
                         return;
                     }
-                    let count = tile.tile.count;
-                    let mut p = lock(pool);
-                    p.in_flight -= 1;
-                    p.stats[w].record(count, started.elapsed());
-                    drop(p);
-                    changed.notify_all();
                     let total = done.fetch_add(u64::from(count), Ordering::Relaxed) + u64::from(count);
                     if let Some(progress) = options.progress {
                         progress(total);
@@ -296,59 +196,32 @@ pub(crate) fn run<'a>(
             });
         }
     });
-    pool.into_inner().unwrap_or_else(|e| e.into_inner()).work
+    board.into_inner().unwrap_or_else(|e| e.into_inner()).into_work()
 }
 
-/// The next tile for worker `w`, of `size` items at most, waiting while others are in flight;
-/// `None` once nothing is left, or once another lane of the worker has failed (so does this one).
+/// The next tile for worker `w`, waiting while others are in flight; `None` once nothing is
+/// left, or once another lane of the worker has failed (so does this one).
 fn next_tile<'a>(
-    pool: &Mutex<Board<'_, 'a>>,
+    board: &Mutex<Board<'_, 'a>>,
     changed: &Condvar,
     w: usize,
-    size: impl Fn(&Board<'_, 'a>) -> u32,
+    fixed: Option<u32>,
+    max_tile: u32,
     elem: &[u32],
 ) -> Option<TileSlices<'a>> {
-    let mut p = lock(pool);
+    let mut b = lock(board);
     loop {
-        if p.stats[w].failure.is_some() {
-            return None;
+        let size = b.size_for(w, fixed).min(max_tile);
+        match b.next(w, size, elem) {
+            Next::Tile(tile) => return Some(tile),
+            Next::Stop => return None,
+            Next::Wait => b = changed.wait(b).unwrap_or_else(|e| e.into_inner()),
         }
-        let items = size(&p);
-        if let Some(tile) = p.work.take_front(items, elem) {
-            p.in_flight += 1;
-            return Some(tile);
-        }
-        if p.in_flight == 0 {
-            return None;
-        }
-        p = changed.wait(p).unwrap_or_else(|e| e.into_inner());
     }
 }
 
-fn lock<'m, 'w, 'a>(pool: &'m Mutex<Board<'w, 'a>>) -> std::sync::MutexGuard<'m, Board<'w, 'a>> {
-    pool.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Records a worker's failure and gives its tile back for the others.
-fn fail<'a>(
-    pool: &Mutex<Board<'_, 'a>>,
-    changed: &Condvar,
-    w: usize,
-    error: WorkerError,
-    tile: Option<TileSlices<'a>>,
-) {
-    let mut p = lock(pool);
-    tracing::warn!(worker = %p.stats[w].name, "worker stopped: {error}");
-    // The first lane to fail says why; the others fail for the same reason.
-    if p.stats[w].failure.is_none() {
-        p.stats[w].failure = Some(error.to_string());
-    }
-    if let Some(tile) = tile {
-        p.in_flight -= 1;
-        p.work.put(tile);
-    }
-    drop(p);
-    changed.notify_all();
+fn lock<'m, 'w, 'a>(board: &'m Mutex<Board<'w, 'a>>) -> std::sync::MutexGuard<'m, Board<'w, 'a>> {
+    board.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Readies every worker for a run at once (loading the block on devices, opening streams); a
@@ -394,6 +267,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use super::*;
+    use crate::args::ArrayArg;
     use crate::testing::{cpu, ctx, expected, test_id};
     use crate::worker::{CpuWorker, WorkerId};
 
@@ -451,7 +325,10 @@ mod tests {
     #[test]
     fn a_failing_worker_s_tiles_run_elsewhere_with_the_same_answer() {
         for fail_at in [1, 2, 5] {
-            let (cpu, flaky) = (cpu(), flaky(fail_at, u32::MAX));
+            // The healthy worker takes 5 ms a tile, so the flaky one surely gets its turns.
+            let cpu =
+                Laned { id: test_id("cpu"), cpu: cpu(), lanes: 1, now: AtomicUsize::new(0), most: AtomicUsize::new(0) };
+            let flaky = flaky(fail_at, u32::MAX);
             let (y, result) = run_with(&[&flaky, &cpu], 100_003, Some(997));
             let stats = result.expect("the CPU finishes the run");
             assert_eq!(y, expected(100_003));
@@ -508,24 +385,6 @@ mod tests {
     }
 
     #[test]
-    fn tiles_grow_at_most_twofold() {
-        let (a, b) = (cpu(), flaky(usize::MAX, u32::MAX));
-        let n = 2_000_000;
-        let mut stats = vec![WorkerStats::new("a"), WorkerStats::new("b")];
-        let pool = Board { work: Work::new(Vec::new(), n), total: u64::from(n), in_flight: 0, stats: &mut stats };
-        // A first tile that ran absurdly fast: the next is still at most twice its size.
-        pool.stats[0].items = 1_000;
-        pool.stats[0].tiles = 1;
-        pool.stats[0].busy = std::time::Duration::from_nanos(1);
-        pool.stats[0].last_tile = 1_000;
-        pool.stats[0].recent = (1_000.0, 1e-9);
-        assert_eq!(pool.size_for(0, None), 2_000);
-        let (y, result) = run_with(&[&a, &b], 300_000, None);
-        result.expect("completes");
-        assert_eq!(y, expected(300_000));
-    }
-
-    #[test]
     fn a_worker_with_lanes_keeps_that_many_tiles_in_flight() {
         let laned =
             Laned { id: test_id("laned"), cpu: cpu(), lanes: 3, now: AtomicUsize::new(0), most: AtomicUsize::new(0) };
@@ -546,41 +405,6 @@ mod tests {
             assert_eq!(y, expected(n), "n = {n}");
             assert_eq!(stats.iter().map(|s| s.items).sum::<u64>(), u64::from(n));
         }
-    }
-
-    /// The items a work holds, as (start, count) stretches.
-    fn stretches(work: &Work<'_>) -> Vec<(u32, u32)> {
-        work.segments.iter().map(|s| (s.tile.start, s.tile.count)).collect()
-    }
-
-    #[test]
-    fn carving_takes_one_stretch_at_the_position_and_absorbing_restores_the_rest() {
-        let elem = [4u32];
-        let mut y = vec![0u32; 1_000];
-        let mut work = Work::new(vec![ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))], 1_000);
-        let a = work.carve(500, 100, &elem);
-        assert_eq!(stretches(&a), [(500, 100)]);
-        assert_eq!(stretches(&work), [(0, 500), (600, 400)]);
-        // A piece that runs into the end of a stretch stops there.
-        let b = work.carve(450, 100, &elem);
-        assert_eq!(stretches(&b), [(450, 50)]);
-        // A position inside a gap starts at the next item left; past the end wraps to the front.
-        let c = work.carve(520, 10, &elem);
-        assert_eq!(stretches(&c), [(600, 10)]);
-        let d = work.carve(2_000, 10, &elem);
-        assert_eq!(stretches(&d), [(0, 10)]);
-        assert_eq!(work.items(), 1_000 - 170);
-        for piece in [c, a, d, b] {
-            work.absorb(piece);
-        }
-        assert_eq!(stretches(&work), [(0, 10), (10, 440), (450, 50), (500, 100), (600, 10), (610, 390)]);
-        assert_eq!(work.items(), 1_000);
-        // Each stretch still owns exactly its slice of the array.
-        for s in &work.segments {
-            let TileArray::Out(d) = &s.arrays[0] else { panic!("an output array") };
-            assert_eq!(d.len(), s.tile.count as usize * 4);
-        }
-        assert!(Work::default().carve(0, 10, &elem).is_empty());
     }
 
     #[test]
