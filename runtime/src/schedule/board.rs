@@ -42,7 +42,7 @@ impl<'w, 'a> Board<'w, 'a> {
     }
 
     /// The next tile size for worker `w`, `fixed` when the caller fixes it.
-    pub(crate) fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
+    fn size_for(&self, w: usize, fixed: Option<u32>) -> u32 {
         if let Some(fixed) = fixed {
             return fixed.max(1);
         }
@@ -63,16 +63,24 @@ impl<'w, 'a> Board<'w, 'a> {
         (by_time.min(share / 2.0).min(grown).max(f64::from(MIN_TILE)).min(f64::from(u32::MAX))) as u32
     }
 
-    /// The next tile for worker `w`, of `size` items at most (`elem`: each array's element size).
-    pub(crate) fn next(&mut self, w: usize, size: u32, elem: &[u32]) -> Next<'a> {
+    /// The next tile for worker `w`: of [`Board::size_for`] items (`fixed`: the caller's size)
+    /// and at most `max_tile`; `elem` is each array's element size. Sizing is skipped when
+    /// nothing is left, as it is for every lane that wakes at the end of a run.
+    pub(crate) fn next(&mut self, w: usize, fixed: Option<u32>, max_tile: u32, elem: &[u32]) -> Next<'a> {
         if self.stats[w].failure.is_some() {
             return Next::Stop;
         }
-        if let Some(tile) = self.work.take_front(size, elem) {
-            self.in_flight += 1;
-            return Next::Tile(tile);
+        if self.work.is_empty() {
+            return if self.in_flight == 0 { Next::Stop } else { Next::Wait };
         }
-        if self.in_flight == 0 { Next::Stop } else { Next::Wait }
+        let size = self.size_for(w, fixed).min(max_tile);
+        match self.work.take_front(size, elem) {
+            Some(tile) => {
+                self.in_flight += 1;
+                Next::Tile(tile)
+            }
+            None => Next::Stop,
+        }
     }
 
     /// Worker `w` finished a tile of `count` items in `busy`.
@@ -113,16 +121,16 @@ mod tests {
     fn a_failed_worker_stops_and_its_tile_goes_back_in_order() {
         let mut stats = vec![WorkerStats::new("a"), WorkerStats::new("b")];
         let mut board = Board::new(Work::new(Vec::new(), 1_000), &mut stats);
-        let Next::Tile(a) = board.next(0, 100, &[]) else { panic!("a tile") };
-        let Next::Tile(b) = board.next(1, 900, &[]) else { panic!("a tile") };
-        assert!(matches!(board.next(1, 100, &[]), Next::Wait), "tiles are in flight");
+        let Next::Tile(a) = board.next(0, Some(100), u32::MAX, &[]) else { panic!("a tile") };
+        let Next::Tile(b) = board.next(1, Some(900), u32::MAX, &[]) else { panic!("a tile") };
+        assert!(matches!(board.next(1, Some(100), u32::MAX, &[]), Next::Wait), "tiles are in flight");
         board.failed(0, "gone", Some(a));
-        assert!(matches!(board.next(0, 100, &[]), Next::Stop), "a failed worker stops");
+        assert!(matches!(board.next(0, Some(100), u32::MAX, &[]), Next::Stop), "a failed worker stops");
         board.finished(1, b.tile.count, Duration::from_millis(1));
-        let Next::Tile(again) = board.next(1, 1_000, &[]) else { panic!("the given-back tile") };
+        let Next::Tile(again) = board.next(1, Some(1_000), u32::MAX, &[]) else { panic!("the given-back tile") };
         assert_eq!((again.tile.start, again.tile.count), (0, 100));
         board.finished(1, 100, Duration::from_millis(1));
-        assert!(matches!(board.next(1, 100, &[]), Next::Stop), "the run is over");
+        assert!(matches!(board.next(1, Some(100), u32::MAX, &[]), Next::Stop), "the run is over");
         assert_eq!(board.stats[0].failure.as_deref(), Some("gone"));
     }
 }

@@ -211,8 +211,7 @@ fn next_tile<'a>(
 ) -> Option<TileSlices<'a>> {
     let mut b = lock(board);
     loop {
-        let size = b.size_for(w, fixed).min(max_tile);
-        match b.next(w, size, elem) {
+        match b.next(w, fixed, max_tile, elem) {
             Next::Tile(tile) => return Some(tile),
             Next::Stop => return None,
             Next::Wait => b = changed.wait(b).unwrap_or_else(|e| e.into_inner()),

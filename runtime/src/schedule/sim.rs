@@ -247,8 +247,7 @@ impl<'a> Running<'_, '_, 'a> {
     /// A lane of worker `w` asks for its next tile.
     fn ready(&mut self, w: usize) {
         let started = Instant::now();
-        let size = self.board.size_for(w, None);
-        let next = self.board.next(w, size, &[]);
+        let next = self.board.next(w, None, u32::MAX, &[]);
         self.board_time += started.elapsed();
         match next {
             Next::Tile(tile) => self.send(w, tile),
