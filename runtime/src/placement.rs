@@ -39,6 +39,10 @@ const KEEP: [f64; 4] = [0.5, 0.8, 0.9, 1.0];
 /// A set of kinds is measured only if the sum of its members' rates beats the best single kind
 /// by this factor: otherwise it cannot be worth its members' contention and tail.
 const WORTH: f64 = 1.1;
+/// A calibration piece's rate has settled when it is at most this much above the previous one.
+const SETTLED: f64 = 1.25;
+/// A calibration piece this many slices long counts even if its rate has not settled.
+const SLICE_CAP: f64 = 4.0;
 /// Stretches in one measuring piece, one per stratum of the run.
 const TEETH: u32 = 8;
 
@@ -159,6 +163,8 @@ struct Candidate {
     /// Its rate from calibration (round 0), which sizes its pieces but is not compared: a
     /// calibration piece is shorter than the measured ones, so fixed costs weigh more in it.
     guess: Option<f64>,
+    /// The rate of its last calibration piece, to tell whether its pieces still fill it.
+    last_rate: Option<f64>,
 }
 
 impl Candidate {
@@ -313,11 +319,22 @@ impl Measuring<'_, '_, '_> {
             return Piece::Stop;
         }
         let candidate = &mut candidates[c];
-        let counts = candidate.warm && secs >= slice.as_secs_f64() / 2.0;
+        let rate = ran as f64 / secs;
+        // While calibrating, a piece counts only once the rate has settled: a wide device (a GPU,
+        // llvmpipe's threads) is not full on a small piece, and a rate taken there is a fraction
+        // of its real one. Until then the next piece is at least twice as large, and a piece of
+        // several slices counts whatever its rate did.
+        let settled = !calibrating
+            || candidate.last_rate.is_some_and(|last| rate <= SETTLED * last)
+            || secs >= SLICE_CAP * slice.as_secs_f64();
+        candidate.last_rate = Some(rate);
+        let counts = candidate.warm && secs >= slice.as_secs_f64() / 2.0 && settled;
+        let grow = calibrating && !counts;
         candidate.warm = true;
         // Grow at most eightfold while calibrating: a rate from a tiny piece is mostly overhead.
         let limit = if counts { f64::from(u32::MAX) } else { f64::from(candidate.size) * 8.0 };
-        candidate.size = (ran as f64 / secs * slice.as_secs_f64()).clamp(f64::from(MIN_TILE), limit) as u32;
+        let least = if grow { 2.0 * f64::from(candidate.size) } else { f64::from(MIN_TILE) };
+        candidate.size = (rate * slice.as_secs_f64()).clamp(least.min(limit), limit) as u32;
         if counts {
             if calibrating {
                 candidate.guess = Some(ran as f64 / secs);
@@ -426,6 +443,7 @@ fn candidates(workers: &[&dyn Worker], stats: &[WorkerStats]) -> (Kinds, Vec<Can
                 broken: false,
                 warm: false,
                 guess: None,
+                last_rate: None,
             }
         })
         .collect();
@@ -531,6 +549,8 @@ mod tests {
         running: &'static AtomicUsize,
         contended: bool,
         n: u32,
+        /// A fixed cost per tile, as a wide device's dispatch.
+        per_tile: Duration,
     }
 
     impl Worker for Sim {
@@ -547,7 +567,7 @@ mod tests {
             let mid = f64::from(t.start) + f64::from(t.count) / 2.0;
             let cost = f64::from(t.count) * (1.0 + 9.0 * mid / n);
             let share = if self.contended { (others + 1) as f64 } else { 1.0 };
-            std::thread::sleep(Duration::from_secs_f64(cost / self.rate * share));
+            std::thread::sleep(Duration::from_secs_f64(cost / self.rate * share) + self.per_tile);
             let result = self.cpu.run_tile(ctx, tile);
             self.running.fetch_sub(1, Ordering::SeqCst);
             result
@@ -556,7 +576,7 @@ mod tests {
 
     fn sims(n: u32, contended: bool) -> (Sim, Sim) {
         let running: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
-        let sim = |id, rate| Sim { id, rate, cpu: cpu(), running, contended, n };
+        let sim = |id, rate| Sim { id, rate, cpu: cpu(), running, contended, n, per_tile: Duration::ZERO };
         (sim(WorkerId::cpu(), 4e6), sim(WorkerId::gpu("sim"), 8e6))
     }
 
@@ -601,6 +621,24 @@ mod tests {
         assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("gpu"), "{measured:?}");
         // The CPU ran its measuring pieces only.
         assert!(stats[0].items < u64::from(n) / 4, "{stats:?}");
+    }
+
+    #[test]
+    fn calibration_grows_a_piece_until_the_rate_settles() {
+        // 2 ms per tile: small pieces are mostly that. Counted as soon as a piece took 6 ms, the
+        // GPU calibrated at a few percent of its rate and sat out every set; now the pieces grow
+        // until the rate stops climbing.
+        let n = 3 << 20;
+        let (a, mut b) = sims(n, false);
+        b.per_tile = Duration::from_millis(2);
+        let (measured, _) = first_run(&[&a, &b], n);
+        let gpu = measured.calibrated.iter().find(|(k, _)| k.to_string() == "gpu").map(|(_, r)| *r);
+        // Its rate on this run's items in large tiles, which cost 5.5 on average: 8 M / 5.5. A
+        // piece of at most four slices in eight stretches still pays 2 ms a tile: about 0.4 of
+        // that (it was 0.02), enough to measure it in sets.
+        let real = 8e6 / 5.5;
+        assert!(gpu.is_some_and(|r| r > 0.3 * real), "calibrated {gpu:?} against {real}: {measured:?}");
+        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("cpu+gpu"), "{measured:?}");
     }
 
     #[test]
