@@ -8,13 +8,15 @@
 //! of [`TEETH`] short stretches, one in each of as many equal strata of the run: a block's cost
 //! per item can vary wildly along the run (escape's pixels inside the set cost the full iteration
 //! count, those outside a few), so every candidate must sample the whole run alike, or the one
-//! measured on cheap items wins. A round gives each candidate about
+//! measured on cheap items wins. Round 0 calibrates each kind alone, on pieces that at least
+//! double until the rate settles ([`SETTLED`]), since a GPU is not full on a small one. A round
+//! gives each candidate about
 //! [`SLICE_MIN`]–[`SLICE_MAX`] of work; clearly slower candidates drop out after each round, and
 //! measuring stops once it has used [`BUDGET`] of the best candidate's estimated time for the
 //! whole run. The rest of the run goes to the fastest.
 //!
 //! Owns the candidates, the measuring rounds and the settings key
-//! (`placement.<block>.<id>.<log2 n>`). Cutting pieces into tiles is [`crate::schedule`]'s
+//! (`placement.<block>.<id>.<log2 n>`); the sets of kinds are [`Kinds`] (`kinds`). Cutting pieces into tiles is [`crate::schedule`]'s
 //! business; this module must not read or write the settings file except through
 //! [`crate::home::Home`].
 
