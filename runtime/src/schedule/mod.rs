@@ -33,7 +33,9 @@ pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
 pub(crate) const MIN_TILE: u32 = 64;
 /// How much busy time a worker's pace remembers (older tiles fade by e each time this passes).
 const PACE_MEMORY: Duration = Duration::from_millis(250);
-/// Tiles per worker the first, unmeasured tile aims at.
+/// A worker's first, unmeasured tile is an equal share of the items over this: small, so that
+/// a worker far slower than the rest cannot hold the run with it (at 1/32 it did, in the
+/// simulation of docs/performance.md); tiles then at most double.
 const FIRST_TILE_SHARE: u32 = 1024;
 
 /// What one worker did in a run.
