@@ -30,7 +30,8 @@
 //! Frames hold their payloads as [`Bytes`]: a frame split out of a stream, its inputs and its
 //! outputs are views of the bytes as they were read, never copies ([`FrameSplitter`] copies each
 //! byte once, out of the transport's chunks), and a result is sent as [`result_pieces`] without
-//! copying its outputs.
+//! copying its outputs. A program reads results with [`crate::RopeSplitter`] instead, which
+//! copies nothing until the outputs go into place.
 
 use bytes::{Buf, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
@@ -205,6 +206,7 @@ pub fn encode_tile(tag: u32, tile: Tile, params: &[u32], wholes: &[[u8; 32]], in
     for input in inputs {
         out.extend_from_slice(input);
     }
+    crate::copies::count(input_bytes);
     out
 }
 
@@ -221,12 +223,14 @@ impl ResultFrame {
         match self {
             ResultFrame::Done { tag, outputs } => {
                 let mut out = result_header(KIND_RESULT, *tag, outputs.len());
+                out.reserve_exact(outputs.len());
                 out.extend_from_slice(outputs);
                 out
             }
             ResultFrame::Failed { tag, problem } => {
                 let payload = serde_json::to_vec(problem).unwrap_or_default();
                 let mut out = result_header(KIND_ERROR, *tag, payload.len());
+                out.reserve_exact(payload.len());
                 out.extend_from_slice(&payload);
                 out
             }
@@ -260,9 +264,11 @@ pub fn result_pieces(tag: u32, outputs: Vec<Vec<u8>>) -> Vec<Bytes> {
     let total: usize = outputs.iter().map(Vec::len).sum();
     let mut header = result_header(KIND_RESULT, tag, total);
     if total <= SMALL_RESULT_BYTES {
+        header.reserve_exact(total);
         for output in &outputs {
             header.extend_from_slice(output);
         }
+        crate::copies::count(total);
         return vec![Bytes::from(header)];
     }
     let mut pieces = Vec::with_capacity(1 + outputs.len());
@@ -274,10 +280,11 @@ pub fn result_pieces(tag: u32, outputs: Vec<Vec<u8>>) -> Vec<Bytes> {
 /// Results up to this size are copied into one piece with their header.
 const SMALL_RESULT_BYTES: usize = 16 * 1024;
 
-/// A result frame's first bytes, with room for a payload of `payload` bytes.
+/// A result frame's first bytes, declaring a payload of `payload` bytes (room for the header
+/// only: a caller that copies the payload in reserves it).
 fn result_header(kind: u8, tag: u32, payload: usize) -> Vec<u8> {
     let body = RESULT_HEADER_BYTES - 4 + payload;
-    let mut out = Vec::with_capacity(4 + body);
+    let mut out = Vec::with_capacity(RESULT_HEADER_BYTES);
     out.extend_from_slice(&(body as u32).to_le_bytes());
     out.extend_from_slice(&[kind, 0, 0, 0]);
     out.extend_from_slice(&tag.to_le_bytes());
@@ -321,6 +328,7 @@ impl FrameSplitter {
             self.buffer.reserve(want.max(bytes.len()));
         }
         self.buffer.extend_from_slice(bytes);
+        crate::copies::count(bytes.len());
     }
 
     /// The length prefix of the frame at the front, once its four bytes are here.

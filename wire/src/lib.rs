@@ -13,17 +13,21 @@
 //! - [`problem`]: [`ProblemCode`], the stable codes of the daemon's refusals;
 //! - [`rest`]: the JSON bodies of the REST endpoints ([`rest::Problem`] among them);
 //! - [`frame`]: the binary frames of a tile stream;
+//! - [`rope`]: result frames read as the transport's chunks, copied once, into place;
+//! - [`copies`]: a count of the payload bytes this process copies;
 //! - [`tile`]: [`Tile`] and the uniform words a kernel sees;
 //! - [`trace`]: [`trace::TraceRun`], what a program tells its monitor about each run.
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod copies;
 pub mod device;
 pub mod forms;
 pub mod frame;
 pub mod layout;
 pub mod problem;
 pub mod rest;
+pub mod rope;
 pub mod tile;
 pub mod trace;
 
@@ -33,6 +37,7 @@ pub use forms::{FormKind, Forms};
 pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
 pub use problem::ProblemCode;
+pub use rope::{ResultRope, Rope, RopeSplitter};
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 
 /// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.

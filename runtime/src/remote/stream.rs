@@ -4,6 +4,9 @@
 //! A task in the program's async runtime owns both directions; workers hand it a frame and wait
 //! on a one-shot answer. When the stream breaks (the daemon died, declined mid-run, or ended the
 //! stream), every tile waiting on it is answered with the reason, so it can run elsewhere.
+//!
+//! Results are answered as the chunks they arrived in ([`RopeSplitter`]): the worker copies
+//! them once, straight into the program's arrays.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,12 +16,13 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc, oneshot};
 use xcd_wire::frame::STREAM_TAG;
-use xcd_wire::{BlockId, FrameSplitter, ResultFrame};
+use xcd_wire::{BlockId, ResultRope, Rope, RopeSplitter};
 
 use super::RemoteError;
 use super::daemon::Daemon;
 
-type Answer = Result<Bytes, RemoteError>;
+/// A tile's results as they arrived (copied once, into place, by the worker), or why not.
+type Answer = Result<Rope, RemoteError>;
 
 struct Pending {
     tag: u32,
@@ -83,7 +87,7 @@ async fn serve(
 ) {
     let mut pending: HashMap<u32, oneshot::Sender<Answer>> = HashMap::new();
     let mut results = response.bytes_stream();
-    let mut splitter = FrameSplitter::new(u64::from(u32::MAX));
+    let mut splitter = RopeSplitter::new(u64::from(u32::MAX));
     let failed = |detail: String| RemoteError::Failed { addr: addr.clone(), detail };
     let reason: RemoteError = 'stream: loop {
         tokio::select! {
@@ -101,19 +105,19 @@ async fn serve(
             },
             chunk = results.next() => match chunk {
                 Some(Ok(bytes)) => {
-                    splitter.push(&bytes);
+                    splitter.push(bytes);
                     loop {
                         match splitter.next_frame() {
-                            Ok(Some(frame)) => match ResultFrame::decode(&frame) {
-                                Ok(ResultFrame::Done { tag, outputs }) => {
+                            Ok(Some(frame)) => match ResultRope::decode(frame) {
+                                Ok(ResultRope::Done { tag, outputs }) => {
                                     if let Some(reply) = pending.remove(&tag) {
                                         let _ = reply.send(Ok(outputs));
                                     }
                                 }
-                                Ok(ResultFrame::Failed { tag, problem }) if tag == STREAM_TAG => {
+                                Ok(ResultRope::Failed { tag, problem }) if tag == STREAM_TAG => {
                                     break 'stream RemoteError::from_problem(&addr, problem.problem_code(), problem.detail);
                                 }
-                                Ok(ResultFrame::Failed { tag, problem }) => {
+                                Ok(ResultRope::Failed { tag, problem }) => {
                                     if let Some(reply) = pending.remove(&tag) {
                                         let _ = reply.send(Err(RemoteError::from_problem(&addr, problem.problem_code(), problem.detail)));
                                     }

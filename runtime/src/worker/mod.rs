@@ -14,8 +14,8 @@ pub(crate) mod gpu;
 pub(crate) mod remote;
 
 use xcd_engine::{EngineError, WholeArray};
-use xcd_wire::Tile;
 pub use xcd_wire::trace::WorkerKind;
+use xcd_wire::{Rope, Tile};
 
 use crate::block::Block;
 pub(crate) use cpu::CpuWorker;
@@ -155,31 +155,30 @@ impl<'a> TileSlices<'a> {
         Ok(())
     }
 
-    /// [`write_outputs`](Self::write_outputs) from one buffer that holds the results back to
-    /// back (a daemon's result frame).
-    pub(crate) fn write_joined(&mut self, worker: &WorkerId, joined: &[u8]) -> Result<(), WorkerError> {
-        let lens: Vec<usize> = self
+    /// [`write_outputs`](Self::write_outputs) from the results back to back as a daemon's
+    /// result frame carries them: each byte is copied once, from the pieces it arrived in
+    /// straight into its array.
+    pub(crate) fn write_joined(&mut self, worker: &WorkerId, joined: &Rope) -> Result<(), WorkerError> {
+        let mut slots: Vec<&mut [u8]> = self
             .arrays
-            .iter()
+            .iter_mut()
             .filter_map(|a| match a {
-                TileArray::Out(d) | TileArray::InOut(d) => Some(d.len()),
+                TileArray::Out(d) | TileArray::InOut(d) => Some(&mut **d),
                 TileArray::In(_) | TileArray::Whole => None,
             })
             .collect();
-        let want: usize = lens.iter().sum();
+        let want: usize = slots.iter().map(|s| s.len()).sum();
         if joined.len() != want {
             return Err(WorkerError::ShortResult(worker.name.clone(), joined.len(), want));
         }
-        let mut rest = joined;
-        let outputs: Vec<&[u8]> = lens
-            .iter()
-            .map(|&len| {
-                let (head, tail) = rest.split_at(len);
-                rest = tail;
-                head
-            })
-            .collect();
-        self.write_outputs(worker, &outputs)
+        let mut rest = joined.clone();
+        for slot in &mut slots {
+            let len = slot.len();
+            rest.split_to(len)
+                .copy_to(slot)
+                .map_err(|(got, want)| WorkerError::ShortResult(worker.name.clone(), got, want))?;
+        }
+        Ok(())
     }
 }
 
@@ -245,6 +244,8 @@ pub(crate) trait Worker: Sync {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     #[test]
@@ -256,12 +257,12 @@ mod tests {
         };
         assert_eq!(tile.inputs().collect::<Vec<_>>(), [&[1u8, 2][..], &[9, 9, 9]]);
         let gpu = WorkerId::gpu("vulkan:x");
-        let short = tile.write_joined(&gpu, &[5, 6, 7, 8]).expect_err("one byte short");
+        let short = tile.write_joined(&gpu, &Rope::one(Bytes::from_static(&[5, 6, 7, 8]))).expect_err("one byte short");
         assert_eq!(short.to_string(), "gpu:vulkan:x returned 4 bytes where 5 were expected");
         let wrong_split = tile.write_outputs(&gpu, &[&[5], &[6, 7, 8, 9]]).expect_err("split wrong");
         assert!(matches!(wrong_split, WorkerError::ShortResult(..)));
         assert_eq!(tile.arrays.len(), 4);
-        tile.write_joined(&gpu, &[5, 6, 7, 8, 9]).expect("fits");
+        tile.write_joined(&gpu, &Rope::one(Bytes::from_static(&[5, 6, 7, 8, 9]))).expect("fits");
         drop(tile);
         assert_eq!((y, z), ([5, 6], [7, 8, 9]));
     }
