@@ -1,4 +1,5 @@
-//! The daemon's Prometheus metrics: tiles, bytes, tile latency, refusals by code, per device.
+//! The daemon's Prometheus metrics: tiles, bytes, tile latency, refusals by code, per device,
+//! and the payload bytes its own code copies (one copy per byte is the design: issue 22).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -38,6 +39,8 @@ pub struct Metrics {
     pub refusals: Family<CodeLabel, Counter>,
     /// Tiles running or queued now.
     pub in_flight: Gauge,
+    /// Payload bytes the daemon's own code has copied ([`xcd_wire::copies`]), set when rendered.
+    copied: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -53,13 +56,19 @@ impl Default for Metrics {
         let tile_seconds: HistogramFamily = Family::new_with_constructor(latency_histogram);
         let refusals = Family::<CodeLabel, Counter>::default();
         let in_flight = Gauge::default();
+        let copied = Counter::default();
         registry.register("tiles", "Tiles completed", tiles.clone());
         registry.register("tile_input_bytes", "Tile input bytes received", bytes_in.clone());
         registry.register("tile_output_bytes", "Tile result bytes sent", bytes_out.clone());
         registry.register("tile_seconds", "Seconds from a tile's arrival to its result", tile_seconds.clone());
         registry.register("refusals", "Requests and tiles refused, by code", refusals.clone());
         registry.register("tiles_in_flight", "Tiles running or queued now", in_flight.clone());
-        Metrics { registry, tiles, bytes_in, bytes_out, tile_seconds, refusals, in_flight }
+        registry.register(
+            "payload_bytes_copied",
+            "Tile input and result bytes copied by the daemon's own code, outside TLS, HTTP/2 and the GPU API",
+            copied.clone(),
+        );
+        Metrics { registry, tiles, bytes_in, bytes_out, tile_seconds, refusals, in_flight, copied }
     }
 }
 
@@ -71,6 +80,7 @@ impl Metrics {
 
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
+        self.copied.inner().store(xcd_wire::copies::copied(), std::sync::atomic::Ordering::Relaxed);
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
             tracing::error!("cannot render the metrics");

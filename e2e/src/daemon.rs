@@ -265,29 +265,34 @@ impl Daemon {
 
     /// Waits (up to a minute) until the daemon has served at least `tiles` tiles, by its metrics.
     pub fn wait_for_tiles(&self, secret: &str, tiles: f64) {
-        let metrics = self.url("/metrics");
-        let auth = format!("Authorization: Bearer {secret}");
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let out = match &self.netns {
-                Some(ns) => Command::new("ip")
-                    .args(["netns", "exec", ns, "curl", "-sS", "-k", "-H", &auth, &metrics])
-                    .output()
-                    .expect("curl runs in the daemon's namespace"),
-                None => curl(&["-H", &auth, &metrics]),
-            };
-            let text = String::from_utf8_lossy(&out.stdout);
-            let served: f64 = text
-                .lines()
-                .filter(|l| l.starts_with("xcd_tiles_total"))
-                .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-                .sum();
+            let served = self.metric(secret, "xcd_tiles_total");
             if served >= tiles {
                 return;
             }
             assert!(std::time::Instant::now() < deadline, "the daemon served {served} tiles in a minute");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The sum of the daemon's metric series named `name` (every label), read with curl; 0 when
+    /// it has none.
+    pub fn metric(&self, secret: &str, name: &str) -> f64 {
+        let metrics = self.url("/metrics");
+        let auth = format!("Authorization: Bearer {secret}");
+        let out = match &self.netns {
+            Some(ns) => Command::new("ip")
+                .args(["netns", "exec", ns, "curl", "-sS", "-k", "-H", &auth, &metrics])
+                .output()
+                .expect("curl runs in the daemon's namespace"),
+            None => curl(&["-H", &auth, &metrics]),
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.split([' ', '{']).next() == Some(name))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum()
     }
 
     /// Sends `signal` to the daemon.

@@ -23,6 +23,18 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize]
 }
 
+/// CPU seconds (user and system, every thread) process `pid` has used so far, from
+/// `/proc/PID/stat` in its 10 ms ticks (Linux's USER_HZ is 100); 0 where that cannot be read.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name, in parentheses, may hold spaces: the fields counted start after it.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are the 14th and 15th fields; the 3rd (state) is the first after the name.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
 /// A TCP port free on loopback now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")

@@ -204,6 +204,8 @@ impl WgpuDevice {
         let (outputs, cut) = {
             let view = kernel.readback.get_mapped_range(0..total).map_err(|e| self.failed(desc, e.to_string()))?;
             let outputs = slices.iter().map(|&(at, bytes)| view[at as usize..(at + bytes) as usize].to_vec()).collect();
+            // Out of mapped memory into the result: the one copy the daemon makes of a result.
+            xcd_wire::copies::count(slices.iter().map(|&(_, bytes)| bytes as usize).sum());
             let word = view[(total - 4) as usize..].try_into().map(u32::from_le_bytes).unwrap_or(0);
             (outputs, if kernel.cut.is_some() { word } else { 0 })
         };
