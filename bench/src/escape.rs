@@ -131,7 +131,7 @@ pub(crate) fn overhead(o: &Options) -> Result<String, String> {
     let daemon = daemon(o);
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(size, o.quick);
-    let local = runner.best(&par(settings(vec![WorkerChoice::Gpu], &[], home.path()))?)?;
+    let local = runner.best(&par(settings(vec![crate::local_gpu(o)?], &[], home.path()))?)?;
     let remote = runner.best(&par(settings(vec![WorkerChoice::Remote], &[&daemon], home.path()))?)?;
     let row =
         |what: &str, t: Duration| format!("| {what} | {:.3} s | {:.2} M pixels/s |\n", t.as_secs_f64(), size.rate(t));

@@ -18,10 +18,13 @@
 //!   ideal split (`sim.rs`).
 //!
 //! ```text
-//! xcd-bench --bin-dir target/dist [MEASURE…] [--quick] [--escape WIDTHxHEIGHTxITERS]
+//! xcd-bench --bin-dir target/dist [MEASURE…] [--quick] [--escape WIDTHxHEIGHTxITERS] [--device PART]
 //! ```
 //! `scripts/bench` builds the release binaries and runs it; `--quick` is its smoke size;
-//! `--escape` sets the escape measures' size (e.g. `4096x4096x2000` on a real GPU).
+//! `--escape` sets the escape measures' size (e.g. `4096x4096x2000` on a real GPU); `--device`
+//! picks one device by index or part of its id, as `xcd -devices` does (e.g. `cuda`), for every
+//! daemon the harness starts and for the in-process baselines of `rtt`, `copy` and `overhead`,
+//! so that a machine with several kinds of device measures each on its own (scripts/gpu-check).
 //! `XCD_BENCH_REPORT=1` prints the program side's `par:` report of each run (tiles, rates).
 
 pub(crate) use xcd_e2e::quantile;
@@ -45,7 +48,35 @@ pub(crate) const SECRET: &str = "bench-secret";
 
 /// A daemon of the `xcd` in `--bin-dir`, with the harness's secret and no multicast.
 pub(crate) fn daemon(o: &Options) -> DaemonBuilder {
-    Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"])
+    let daemon = Daemon::build(o.bin_dir.join("xcd")).secret(SECRET).args(&["-mdns", "false"]);
+    match &o.device {
+        Some(part) => daemon.args(&["-devices", part]),
+        None => daemon,
+    }
+}
+
+/// This machine's device that `--device` names (by index or part of its id, as `xcd -devices`
+/// reads it), or its first.
+pub(crate) fn local_device(o: &Options) -> Result<xcd_engine::DeviceHandle, String> {
+    let devices = xcd_engine::discover().devices;
+    let Some(part) = o.device.as_deref().map(str::to_lowercase) else {
+        return devices.into_iter().next().ok_or_else(|| "no device here".into());
+    };
+    devices
+        .into_iter()
+        .enumerate()
+        .find(|(i, d)| part.parse::<usize>().map_or_else(|_| d.info().id.to_lowercase().contains(&part), |n| n == *i))
+        .map(|(_, d)| d)
+        .ok_or_else(|| format!("no device here matches --device {part} (`xcrun devices` lists them)"))
+}
+
+/// The program side's worker for this machine's GPUs: the one `--device` names, or all of them.
+pub(crate) fn local_gpu(o: &Options) -> Result<WorkerChoice, String> {
+    if o.device.is_none() {
+        return Ok(WorkerChoice::Gpu);
+    }
+    let id = local_device(o)?.info().id.clone();
+    WorkerChoice::named(&format!("gpu:{id}")).ok_or_else(|| format!("{id} cannot be named as a worker"))
 }
 
 /// A program's settings: these workers, the daemons at these loopback ports, its settings under
@@ -70,6 +101,8 @@ pub(crate) struct Options {
     pub quick: bool,
     /// The escape measures' size, when not their own.
     pub escape: Option<escape::Size>,
+    /// The one device to measure (`--device`), when not every one.
+    pub device: Option<String>,
 }
 
 /// Every measure, in the order they run when none is named.
@@ -77,7 +110,7 @@ const MEASURES: [&str; 8] = ["rtt", "copy", "link", "overhead", "scaling", "plac
 
 /// The options and the measures the command line names.
 fn parse(all: Vec<String>) -> Result<(Options, Vec<String>), String> {
-    let mut options = Options { bin_dir: PathBuf::new(), quick: false, escape: None };
+    let mut options = Options { bin_dir: PathBuf::new(), quick: false, escape: None, device: None };
     let mut measures = Vec::new();
     let mut args = all.into_iter();
     while let Some(arg) = args.next() {
@@ -87,6 +120,10 @@ fn parse(all: Vec<String>) -> Result<(Options, Vec<String>), String> {
             "--escape" => match args.next().as_deref().and_then(escape::Size::parse) {
                 Some(size) => options.escape = Some(size),
                 None => return Err("--escape takes WIDTHxHEIGHTxITERS, e.g. 4096x4096x2000".into()),
+            },
+            "--device" => match args.next() {
+                Some(part) => options.device = Some(part),
+                None => return Err("--device takes an index or part of a device's id, e.g. cuda".into()),
             },
             m if MEASURES.contains(&m) => measures.push(arg),
             other => return Err(format!("unknown argument {other}: the measures are {}", MEASURES.join(", "))),
@@ -122,6 +159,13 @@ fn main() -> std::process::ExitCode {
     };
     if !options.bin_dir.join("xcd").exists() {
         eprintln!("xcd-bench: --bin-dir must name where xcd is built (scripts/bench builds it)");
+        return std::process::ExitCode::FAILURE;
+    }
+    // A device that is not here is said before any daemon is started for it.
+    if options.device.is_some()
+        && let Err(e) = local_device(&options)
+    {
+        eprintln!("xcd-bench: {e}");
         return std::process::ExitCode::FAILURE;
     }
     if measures.is_empty() {

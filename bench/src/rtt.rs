@@ -59,8 +59,8 @@ async fn round_trips(
 }
 
 /// The same one-item tile on this machine's first device, in this process; microseconds, sorted.
-fn in_process(n: usize) -> Result<(String, Vec<f64>), String> {
-    let device = xcd_engine::discover().devices.into_iter().next().ok_or("no device here")?;
+fn in_process(o: &Options, n: usize) -> Result<(String, Vec<f64>), String> {
+    let device = crate::local_device(o)?;
     let block = blocks::copy();
     let id = device.load_blocking(block.desc.clone()).map_err(|e| e.to_string())?;
     let mut times = Vec::with_capacity(n);
@@ -119,7 +119,7 @@ pub(crate) fn run(o: &Options) -> Result<String, String> {
         let echo = round_trips(&client, &format!("https://{addr}/echo"), false, frame.clone(), frame.len(), n).await?;
         Ok::<_, String>((xcd, echo))
     })?;
-    let (device, local) = in_process(n)?;
+    let (device, local) = in_process(o, n)?;
     let row = |what: &str, t: &[f64]| format!("| {what} | {:.0} | {:.0} |\n", quantile(t, 0.5), quantile(t, 0.99));
     let mut text = format!(
         "## Tile round trip\n\nOne tile of one item (a {}-byte frame, a {}-byte result) on an open stream, {} times after a warm-up, \
