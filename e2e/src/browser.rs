@@ -153,6 +153,11 @@ impl Browser {
             .collect()
     }
 
+    /// Sets the window's size in CSS pixels, e.g. 390 × 844 for a phone held upright.
+    pub fn resize(&self, width: u32, height: u32) {
+        self.runtime.block_on(self.client().set_window_size(width, height)).expect("the window resized");
+    }
+
     /// Saves a screenshot of the window as PNG at `path` (folders made as needed); returns it.
     pub fn screenshot(&self, path: &Path) -> PathBuf {
         let png = self.runtime.block_on(self.client().screenshot()).expect("a screenshot");

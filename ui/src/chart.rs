@@ -1,16 +1,34 @@
-//! Throughput over time as a small SVG chart: the daemon's page draws its own items per second,
-//! xcmon draws each daemon's from the counters it reads.
+//! Throughput over time as a small SVG chart with labelled axes, the one chart component of both
+//! pages: the daemon's page draws its own items per second, xcmon draws each daemon's from the
+//! counters it reads.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use askama::Template;
 
-/// Width and height of the chart's drawing, in SVG units.
-const WIDTH: f64 = 300.0;
-const HEIGHT: f64 = 60.0;
+/// The chart's drawing, in SVG units: the plot, with room on the left for the value axis's
+/// labels and below for the time axis's.
+const WIDTH: f64 = 360.0;
+const HEIGHT: f64 = 120.0;
+const LEFT: f64 = 54.0;
+const RIGHT: f64 = 8.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 20.0;
 
-/// A chart of items per second, oldest on the left.
+/// A label on an axis, at a position along it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tick {
+    /// Where, in SVG units (y for the value axis, x for the time axis).
+    pub at: f64,
+    /// What it says, e.g. `2 M` or `−5 min`.
+    pub label: String,
+}
+
+/// A chart of items per second, oldest on the left: a value axis in items/s from 0 to a round
+/// figure at or above the peak, a time axis ending at now, the peak marked by a dashed line and
+/// the latest figure by a dot, each labelled with its value. Plain SVG: no script, nothing
+/// loaded from elsewhere.
 #[derive(Debug, Clone, PartialEq, Template)]
 #[template(path = "chart.html")]
 pub struct Chart {
@@ -24,37 +42,120 @@ pub struct Chart {
     pub peak: String,
     /// The latest rate.
     pub latest: String,
+    /// The value axis's labels, 0 at the bottom.
+    pub values: Vec<Tick>,
+    /// The time axis's labels, oldest first.
+    pub times: Vec<Tick>,
+    /// Where the peak's dashed line is (y).
+    pub peak_y: f64,
+    /// Where the latest figure's dot is.
+    pub latest_at: (f64, f64),
+}
+
+/// The plot's corners, for the template.
+impl Chart {
+    /// The plot's left edge.
+    pub fn left(&self) -> f64 {
+        LEFT
+    }
+    /// The plot's right edge.
+    pub fn right(&self) -> f64 {
+        WIDTH - RIGHT
+    }
+    /// The plot's top edge.
+    pub fn top(&self) -> f64 {
+        TOP
+    }
+    /// The plot's bottom edge (the value 0).
+    pub fn bottom(&self) -> f64 {
+        HEIGHT - BOTTOM
+    }
+    /// Where the peak's label goes: above its line, unless that leaves the drawing.
+    pub fn peak_label_y(&self) -> f64 {
+        if self.peak_y - 3.0 < TOP { self.peak_y + 10.0 } else { self.peak_y - 3.0 }
+    }
+    /// Where the latest figure's label goes: above its dot, or below it when the dot is near the
+    /// top (where the peak's label is).
+    pub fn latest_label_y(&self) -> f64 {
+        if self.latest_at.1 - 6.0 < TOP + 10.0 { self.latest_at.1 + 13.0 } else { self.latest_at.1 - 6.0 }
+    }
 }
 
 impl Chart {
     /// The chart of `rates` (items per second, oldest first), one every `step`.
     pub fn of(rates: &[f64], step: Duration) -> Chart {
         let span = step.as_secs_f64() * rates.len() as f64;
-        let caption = if rates.len() < 2 {
-            "items/s".to_owned()
-        } else if span >= 120.0 {
-            format!("items/s, last {:.0} min", span / 60.0)
-        } else {
-            format!("items/s, last {span:.0} s")
+        let caption = if rates.len() < 2 { "items/s".to_owned() } else { format!("items/s, last {}", duration(span)) };
+        let clean = |r: f64| if r.is_finite() { r.max(0.0) } else { 0.0 };
+        let peak = rates.iter().copied().map(clean).fold(0.0_f64, f64::max);
+        let latest = rates.last().copied().map(clean).unwrap_or(0.0);
+        let mut chart = Chart {
+            caption,
+            line: String::new(),
+            area: String::new(),
+            peak: rate(peak),
+            latest: rate(latest),
+            values: Vec::new(),
+            times: Vec::new(),
+            peak_y: HEIGHT - BOTTOM,
+            latest_at: (WIDTH - RIGHT, HEIGHT - BOTTOM),
         };
-        let peak = rates.iter().copied().filter(|r| r.is_finite()).fold(0.0_f64, f64::max);
-        let latest = rates.last().copied().unwrap_or(0.0);
         if rates.len() < 2 {
-            return Chart { caption, line: String::new(), area: String::new(), peak: rate(0.0), latest: rate(latest) };
+            chart.peak = rate(0.0);
+            return chart;
         }
-        let scale = if peak > 0.0 { (HEIGHT - 4.0) / peak } else { 0.0 };
+        let top = round_up(peak);
+        let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+        let y = |r: f64| HEIGHT - BOTTOM - r / top * plot_h;
         let last = (rates.len() - 1) as f64;
-        let points: Vec<String> = rates
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let r = if r.is_finite() { r.max(0.0) } else { 0.0 };
-                format!("{:.1},{:.1}", i as f64 / last * WIDTH, HEIGHT - r * scale)
-            })
-            .collect();
-        let line = points.join(" ");
-        let area = format!("0,{HEIGHT} {line} {WIDTH},{HEIGHT}");
-        Chart { caption, line, area, peak: rate(peak), latest: rate(latest) }
+        let x = |i: usize| LEFT + i as f64 / last * plot_w;
+        let points: Vec<String> =
+            rates.iter().enumerate().map(|(i, r)| format!("{:.1},{:.1}", x(i), y(clean(*r)))).collect();
+        chart.line = points.join(" ");
+        chart.area =
+            format!("{LEFT:.1},{:.1} {} {:.1},{:.1}", HEIGHT - BOTTOM, chart.line, WIDTH - RIGHT, HEIGHT - BOTTOM);
+        chart.values = [0.0, 0.5, 1.0].iter().map(|f| Tick { at: y(top * f), label: amount(top * f) }).collect();
+        chart.times =
+            [(0.0, format!("−{}", duration(span))), (0.5, format!("−{}", duration(span / 2.0))), (1.0, "now".into())]
+                .into_iter()
+                .map(|(f, label)| Tick { at: LEFT + f * plot_w, label })
+                .collect();
+        chart.peak_y = y(peak);
+        chart.latest_at = (x(rates.len() - 1), y(latest));
+        chart
+    }
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten at or above `value` (1 for nothing).
+fn round_up(value: f64) -> f64 {
+    if value <= 0.0 || !value.is_finite() {
+        return 1.0;
+    }
+    let power = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|&v| v >= value * (1.0 - 1e-9)).unwrap_or(10.0 * power)
+}
+
+/// An axis figure with its multiplier: `0`, `500`, `2.5 k`, `10 M`.
+fn amount(value: f64) -> String {
+    let (v, unit) = match value {
+        v if v >= 1e9 => (v / 1e9, " G"),
+        v if v >= 1e6 => (v / 1e6, " M"),
+        v if v >= 1e3 => (v / 1e3, " k"),
+        v => (v, ""),
+    };
+    let digits = if (v - v.round()).abs() < 1e-9 { 0 } else { 1 };
+    format!("{v:.digits$}{unit}")
+}
+
+/// A span of time for an axis: `40 s`, `5 min`, `2.5 min`, `1 h`.
+fn duration(seconds: f64) -> String {
+    let trim = |v: f64| if (v - v.round()).abs() < 0.05 { format!("{v:.0}") } else { format!("{v:.1}") };
+    if seconds >= 3600.0 {
+        format!("{} h", trim(seconds / 3600.0))
+    } else if seconds >= 120.0 {
+        format!("{} min", trim(seconds / 60.0))
+    } else {
+        format!("{} s", trim(seconds))
     }
 }
 
@@ -118,19 +219,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_chart_scales_to_its_peak() {
+    fn the_chart_has_axes_with_units_and_marks_its_peak_and_latest_figure() {
         let chart = Chart::of(&[0.0, 1e6, 2e6, 1e6], Duration::from_secs(2));
         assert_eq!(chart.caption, "items/s, last 8 s");
         assert_eq!(chart.peak, "2.00 M items/s");
         assert_eq!(chart.latest, "1.00 M items/s");
-        assert_eq!(chart.line, "0.0,60.0 100.0,32.0 200.0,4.0 300.0,32.0");
+        // The plot runs from x 54 to 352 and from y 100 (0) to 16 (the axis's top, 2 M).
+        assert_eq!(chart.line, "54.0,100.0 153.3,58.0 252.7,16.0 352.0,58.0");
+        let labels: Vec<&str> = chart.values.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, ["0", "1 M", "2 M"]);
+        let times: Vec<&str> = chart.times.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(times, ["−8 s", "−4 s", "now"]);
+        assert_eq!((chart.peak_y, chart.latest_at), (16.0, (352.0, 58.0)));
         let html = chart.render().expect("renders");
-        assert!(html.contains("<polyline") && html.contains("2.00 M items/s"), "{html}");
+        for part in ["<polyline", "items/s", "peak 2.00 M items/s", "now 1.00 M items/s", "−8 s", "2 M", "<circle"] {
+            assert!(html.contains(part), "{part} in {html}");
+        }
         let idle = Chart::of(&[0.0; 150], Duration::from_secs(2));
         assert_eq!((idle.caption.as_str(), idle.peak.as_str()), ("items/s, last 5 min", "0.00 items/s"));
-        assert!(idle.line.starts_with("0.0,60.0 "), "a flat line at the bottom: {}", idle.line);
+        assert!(idle.line.starts_with("54.0,100.0 "), "a flat line at the bottom: {}", idle.line);
+        assert_eq!(idle.values.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["0", "0.5", "1"]);
+        assert_eq!(idle.times[1].label, "−2.5 min");
         let nothing = Chart::of(&[5.0], Duration::from_secs(2)).render().expect("renders");
         assert!(nothing.contains("items/s: no figures yet"), "{nothing}");
+    }
+
+    #[test]
+    fn axis_figures_are_round() {
+        assert_eq!([0.0, 0.3, 1.0, 1.2, 2.1, 4.9, 7.0, 2.3e6].map(round_up), [1.0, 0.5, 1.0, 2.0, 5.0, 5.0, 10.0, 5e6]);
+        assert_eq!([0.0, 250.0, 2500.0, 1e7, 2.5e9].map(amount), ["0", "250", "2.5 k", "10 M", "2.5 G"]);
+        assert_eq!([40.0, 300.0, 150.0, 5400.0].map(duration), ["40 s", "5 min", "2.5 min", "1.5 h"]);
+        let bad = Chart::of(&[f64::NAN, f64::INFINITY, -3.0], Duration::from_secs(2));
+        assert_eq!(bad.peak, "0.00 items/s", "figures that are not rates count as none");
     }
 
     #[test]

@@ -103,4 +103,10 @@ fn chromium_gives_the_secret_once_and_is_remembered() {
     assert_eq!(browser.eval("return document.cookie;"), serde_json::json!(""));
     let shot = browser.screenshot(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("xcd/page.png"));
     assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000, "a real screenshot");
+    // At a phone's width the page fits, its tables as cards of cells.
+    browser.resize(390, 844);
+    let widths = browser.eval("return [document.documentElement.clientWidth, document.documentElement.scrollWidth];");
+    let [view, page] = [0, 1].map(|i| widths[i].as_f64().unwrap_or(f64::NAN));
+    browser.screenshot(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("xcd/page-phone.png"));
+    assert!(page <= view, "at 390 px the page is {page} px wide, wider than its {view} px");
 }

@@ -165,6 +165,29 @@ fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
     assert_eq!(browser.eval("return window.xcmonMark;"), serde_json::json!(42), "the page reloaded");
     let html = browser.html();
     assert!(html.contains("<svg") && html.contains("<polyline"), "bars and chart drawn: {html}");
-    let shot = browser.screenshot(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("xcmon/page.png"));
+    // The chart says what it shows in the drawing itself: the unit, the value axis from 0, the
+    // time axis up to now, the peak and the latest figure.
+    let drawn = browser.eval(&format!("return document.querySelector(\"{row} figure.chart svg\").textContent;"));
+    let drawn = drawn.as_str().unwrap_or_default().to_owned();
+    for part in ["items/s", "0", "now", "peak ", "−"] {
+        assert!(drawn.contains(part), "{part:?} in the chart's drawing: {drawn}");
+    }
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("xcmon");
+    let shot = browser.screenshot(&shots.join("page.png"));
     assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000, "a real screenshot");
+    // A phone's width and a wide screen's: the chart fits the first and stays its size on the second.
+    for (name, width, height) in [("page-phone.png", 390, 844), ("page-wide.png", 1600, 900)] {
+        browser.resize(width, height);
+        let fits = browser.eval(
+            "const r = document.querySelector('figure.chart svg').getBoundingClientRect(); \
+             return [r.width, r.right, document.documentElement.clientWidth, document.documentElement.scrollWidth];",
+        );
+        let [chart, right, view, page] = [0, 1, 2, 3].map(|i| fits[i].as_f64().unwrap_or(f64::NAN));
+        assert!(chart > 100.0 && chart <= 360.0, "the chart is {chart} px wide at {width}");
+        assert!(
+            right <= view && page <= view,
+            "at {width} px the chart ends at {right}, the page at {page}: wider than {view}"
+        );
+        browser.screenshot(&shots.join(name));
+    }
 }
