@@ -1,8 +1,9 @@
 //! What the daemon did lately, for its own page and for monitors: totals of tiles and items done,
 //! items per 2-second step over the last 5 minutes, the recent work by program, block and device,
-//! and the recent refusals with who asked. Bounded: a few dozen entries each, whatever the load.
+//! the recent refusals with who asked, and how many of each code since the start. Bounded: a few
+//! dozen entries each, whatever the load.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +80,8 @@ pub struct Activity {
     steps: Mutex<VecDeque<(u64, u64)>>,
     work: Mutex<VecDeque<Work>>,
     refusals: Mutex<VecDeque<Refusal>>,
+    /// Refusals since the daemon started, by code.
+    refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Default for Activity {
@@ -90,6 +93,7 @@ impl Default for Activity {
             steps: Mutex::default(),
             work: Mutex::default(),
             refusals: Mutex::default(),
+            refused: Mutex::default(),
         }
     }
 }
@@ -151,6 +155,15 @@ impl Activity {
         let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
         refusals.push_front(Refusal { at: Instant::now(), peer, code, what });
         refusals.truncate(RECENT);
+        drop(refusals);
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()).entry(code).or_default() += 1;
+    }
+
+    /// Refusals since the daemon started, by code (a few dozen codes at most: they are the
+    /// daemon's own).
+    pub fn refusal_counts(&self) -> BTreeMap<String, u64> {
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        refused.iter().map(|(code, n)| ((*code).to_owned(), *n)).collect()
     }
 
     /// Items per second in each step of the last 5 minutes, oldest first (the step now running

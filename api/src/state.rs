@@ -236,6 +236,11 @@ pub(crate) struct Inner {
     drain_tx: tokio::sync::watch::Sender<bool>,
     pub(crate) drain_rx: tokio::sync::watch::Receiver<bool>,
     pub(crate) in_flight: AtomicU64,
+    /// Tiles in flight on each device, in `devices` order.
+    in_flight_by_device: Vec<AtomicU64>,
+    /// Microseconds each device has had tiles in flight, summed over its tiles, in `devices`
+    /// order: read twice, the mean number of tiles in flight between the readings.
+    tile_micros_by_device: Vec<AtomicU64>,
     pub(crate) streams: AtomicU64,
     pub(crate) metrics: Metrics,
     pub(crate) activity: Activity,
@@ -244,6 +249,30 @@ pub(crate) struct Inner {
     pub(crate) uploads: Arc<crate::held::Budget>,
     /// Tile data held (`Limits::tile_bytes`).
     pub(crate) tile_data: Arc<crate::held::Budget>,
+}
+
+/// A tile counted as in flight ([`AppState::in_flight`]) until dropped.
+pub(crate) struct InFlight {
+    state: AppState,
+    index: Option<usize>,
+    since: std::time::Instant,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let inner = &self.state.0;
+        inner.in_flight.fetch_sub(1, Ordering::SeqCst);
+        inner.metrics.in_flight.dec();
+        if let Some(i) = self.index {
+            if let Some(n) = inner.in_flight_by_device.get(i) {
+                n.fetch_sub(1, Ordering::SeqCst);
+            }
+            if let Some(micros) = inner.tile_micros_by_device.get(i) {
+                let took = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+                micros.fetch_add(took, Ordering::SeqCst);
+            }
+        }
+    }
 }
 
 /// The daemon's shared state; cheap to clone.
@@ -257,6 +286,8 @@ impl AppState {
         let uploads = crate::held::Budget::new(config.limits.upload_bytes);
         let tile_data = crate::held::Budget::new(config.limits.tile_bytes);
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+        let in_flight_by_device = devices.iter().map(|_| AtomicU64::new(0)).collect();
+        let tile_micros_by_device = devices.iter().map(|_| AtomicU64::new(0)).collect();
         AppState(Arc::new(Inner {
             drain_tx,
             drain_rx,
@@ -267,6 +298,8 @@ impl AppState {
             arrays: Mutex::default(),
             draining: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
+            in_flight_by_device,
+            tile_micros_by_device,
             streams: AtomicU64::new(0),
             metrics: Metrics::default(),
             activity: Activity::default(),
@@ -296,6 +329,29 @@ impl AppState {
     /// Tiles running or queued now.
     pub fn tiles_in_flight(&self) -> u64 {
         self.0.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Tiles running or queued on each device now, in device order.
+    pub fn tiles_in_flight_by_device(&self) -> Vec<u64> {
+        self.0.in_flight_by_device.iter().map(|n| n.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Seconds each device has had tiles in flight since the start, summed over its tiles, in
+    /// device order.
+    pub fn tile_seconds_by_device(&self) -> Vec<f64> {
+        self.0.tile_micros_by_device.iter().map(|n| n.load(Ordering::SeqCst) as f64 / 1e6).collect()
+    }
+
+    /// Counts a tile on `device` as in flight until the guard is dropped, however its future
+    /// ends (a stream that goes away mid-tile drops it too).
+    pub(crate) fn in_flight(&self, device: &DeviceHandle) -> InFlight {
+        let index = self.0.devices.iter().position(|d| d.info().id == device.info().id);
+        self.0.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.0.metrics.in_flight.inc();
+        if let Some(n) = index.and_then(|i| self.0.in_flight_by_device.get(i)) {
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+        InFlight { state: self.clone(), index, since: std::time::Instant::now() }
     }
 
     /// The version this daemon says it is.

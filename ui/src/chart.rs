@@ -16,6 +16,35 @@ const RIGHT: f64 = 8.0;
 const TOP: f64 = 16.0;
 const BOTTOM: f64 = 20.0;
 
+/// What a chart's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A rate: items per second.
+    ItemsPerSecond,
+    /// A count at each moment: tiles running or queued.
+    TilesInFlight,
+}
+
+impl Unit {
+    /// The unit as the axis names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::ItemsPerSecond => "items/s",
+            Unit::TilesInFlight => "tiles in flight",
+        }
+    }
+
+    /// A value with its unit, for the labels: `1.23 M items/s`, `3 tiles`.
+    pub fn figure(self, value: f64) -> String {
+        match self {
+            Unit::ItemsPerSecond => rate(value),
+            Unit::TilesInFlight if (value - 1.0).abs() < 0.05 => "1 tile".to_owned(),
+            Unit::TilesInFlight if (value - value.round()).abs() < 0.05 => format!("{value:.0} tiles"),
+            Unit::TilesInFlight => format!("{value:.1} tiles"),
+        }
+    }
+}
+
 /// A label on an axis, at a position along it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tick {
@@ -32,15 +61,17 @@ pub struct Tick {
 #[derive(Debug, Clone, PartialEq, Template)]
 #[template(path = "chart.html")]
 pub struct Chart {
+    /// The values' unit, as the value axis names it.
+    pub unit: &'static str,
     /// What the chart covers: `items/s, last 5 min`.
     pub caption: String,
     /// The line's points (`x,y x,y …`); empty when there is nothing to draw.
     pub line: String,
     /// The filled area under the line.
     pub area: String,
-    /// The highest rate shown, e.g. `2.10 M items/s`.
+    /// The highest value shown, e.g. `2.10 M items/s`.
     pub peak: String,
-    /// The latest rate.
+    /// The latest value.
     pub latest: String,
     /// The value axis's labels, 0 at the bottom.
     pub values: Vec<Tick>,
@@ -84,24 +115,31 @@ impl Chart {
 impl Chart {
     /// The chart of `rates` (items per second, oldest first), one every `step`.
     pub fn of(rates: &[f64], step: Duration) -> Chart {
+        Chart::of_unit(rates, step, Unit::ItemsPerSecond)
+    }
+
+    /// The chart of `values` in `unit` (oldest first), one every `step`.
+    pub fn of_unit(rates: &[f64], step: Duration, unit: Unit) -> Chart {
         let span = step.as_secs_f64() * rates.len() as f64;
-        let caption = if rates.len() < 2 { "items/s".to_owned() } else { format!("items/s, last {}", duration(span)) };
+        let caption =
+            if rates.len() < 2 { unit.name().to_owned() } else { format!("{}, last {}", unit.name(), duration(span)) };
         let clean = |r: f64| if r.is_finite() { r.max(0.0) } else { 0.0 };
         let peak = rates.iter().copied().map(clean).fold(0.0_f64, f64::max);
         let latest = rates.last().copied().map(clean).unwrap_or(0.0);
         let mut chart = Chart {
+            unit: unit.name(),
             caption,
             line: String::new(),
             area: String::new(),
-            peak: rate(peak),
-            latest: rate(latest),
+            peak: unit.figure(peak),
+            latest: unit.figure(latest),
             values: Vec::new(),
             times: Vec::new(),
             peak_y: HEIGHT - BOTTOM,
             latest_at: (WIDTH - RIGHT, HEIGHT - BOTTOM),
         };
         if rates.len() < 2 {
-            chart.peak = rate(0.0);
+            chart.peak = unit.figure(0.0);
             return chart;
         }
         let top = round_up(peak);
@@ -242,6 +280,18 @@ mod tests {
         assert_eq!(idle.times[1].label, "−2.5 min");
         let nothing = Chart::of(&[5.0], Duration::from_secs(2)).render().expect("renders");
         assert!(nothing.contains("items/s: no figures yet"), "{nothing}");
+    }
+
+    #[test]
+    fn a_chart_of_tiles_in_flight_says_so() {
+        let chart = Chart::of_unit(&[0.0, 2.0, 3.0, 1.0], Duration::from_secs(2), Unit::TilesInFlight);
+        assert_eq!(
+            (chart.caption.as_str(), chart.peak.as_str(), chart.latest.as_str()),
+            ("tiles in flight, last 8 s", "3 tiles", "1 tile")
+        );
+        assert_eq!(chart.values.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["0", "2.5", "5"]);
+        let html = chart.render().expect("renders");
+        assert!(html.contains(">tiles in flight</text>") && html.contains("peak 3 tiles"), "{html}");
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub struct LiveView {
     pub memory: Vec<String>,
     /// Its items per second over the last minutes.
     pub chart: Chart,
+    /// Each device's tiles in flight over the last minutes, by device id.
+    pub in_flight_charts: Vec<(String, Chart)>,
+    /// Its refusals over the same minutes, by code, e.g. `busy 3`; empty when none.
+    pub refusals: Vec<String>,
     /// Why the last reading failed, if it did (the figures are then older).
     pub error: Option<String>,
 }
@@ -165,6 +169,11 @@ mod tests {
                     in_flight: Some(7),
                     memory: vec!["cuda:H200: 100.0 GiB free of 139.0 GiB".into()],
                     chart: Chart::of(&[1e6, 3e6], Duration::from_secs(2)),
+                    in_flight_charts: vec![(
+                        "cuda:<H200> \"0\"".into(),
+                        Chart::of_unit(&[2.0, 3.0], Duration::from_secs(2), crate::Unit::TilesInFlight),
+                    )],
+                    refusals: vec!["busy 3".into(), "unknown_block 1".into()],
                     error: Some("the daemon refused the secret <x>".into()),
                 },
             ),
@@ -175,13 +184,22 @@ mod tests {
                     in_flight: None,
                     memory: Vec::new(),
                     chart: Chart::of(&[], Duration::from_secs(2)),
+                    in_flight_charts: Vec::new(),
+                    refusals: Vec::new(),
                     error: Some("the daemon stopped answering".into()),
                 },
             ),
         ]);
         let html = DaemonsPage::of(&all, &live, true).render().expect("renders");
-        for want in ["7 tiles in flight", "100.0 GiB free of 139.0 GiB", "<polyline", "refused the secret &#60;x&#62;"]
-        {
+        for want in [
+            "7 tiles in flight",
+            "100.0 GiB free of 139.0 GiB",
+            "<polyline",
+            "refused the secret &#60;x&#62;",
+            "tiles in flight on cuda:&#60;H200&#62; &#34;0&#34;",
+            "peak 3 tiles",
+            "refusals, last 5 min: busy 3, unknown_block 1",
+        ] {
             assert!(html.contains(want), "{want:?} in {html}");
         }
         assert!(html.contains("no reading yet") && html.contains("stopped answering"), "the second daemon: {html}");

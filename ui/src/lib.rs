@@ -15,7 +15,7 @@ pub mod runs;
 
 pub use askama;
 use askama::Template;
-pub use chart::{Chart, Samples};
+pub use chart::{Chart, Samples, Unit};
 pub use daemon::{DaemonPage, DeviceRow, LoginPage, RefusalRow, WorkRow};
 pub use daemons::{DaemonView, DaemonsPage, LiveView, PoolView};
 pub use runs::{RunView, RunsPage, Share};

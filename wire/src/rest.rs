@@ -37,7 +37,7 @@ pub struct Devices {
 }
 
 /// `GET /v1/capacity`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
     /// Whether the daemon takes new tile streams now.
     pub accepting: bool,
@@ -60,6 +60,20 @@ pub struct Capacity {
     /// Each device's memory in bytes, where the driver tells: what a run is measured against
     /// when free memory is unknown.
     pub memory_total: Vec<Option<u64>>,
+    /// Tiles running or queued on each device now, in device order (empty from a daemon older
+    /// than this field).
+    #[serde(default)]
+    pub in_flight_by_device: Vec<u64>,
+    /// Seconds each device has had tiles in flight since the daemon started, summed over its
+    /// tiles, in device order: read twice, the mean tiles in flight between the readings, which
+    /// a reading of `in_flight_by_device` misses for tiles shorter than the time between reads
+    /// (empty from a daemon older than this field).
+    #[serde(default)]
+    pub tile_seconds_by_device: Vec<f64>,
+    /// Requests and tiles refused since the daemon started, by stable code ([`crate::ProblemCode`];
+    /// empty from a daemon older than this field).
+    #[serde(default)]
+    pub refusals: std::collections::BTreeMap<String, u64>,
 }
 
 /// `POST /v1/blocks` answer.

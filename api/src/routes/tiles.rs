@@ -127,11 +127,9 @@ async fn run(
 ) -> Result<Vec<Vec<u8>>, ApiError> {
     let started = Instant::now();
     let items = u64::from(job.tile.count);
-    state.0.in_flight.fetch_add(1, Ordering::SeqCst);
-    state.0.metrics.in_flight.inc();
+    let in_flight = state.in_flight(device);
     let result = device.run(job).await;
-    state.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-    state.0.metrics.in_flight.dec();
+    drop(in_flight);
     state.0.activity.tile(peer, &desc.name, &device.info().id, items, result.is_ok());
     let output = result.map_err(engine_error)?;
     let label = DeviceLabel { device: device.info().id.clone() };

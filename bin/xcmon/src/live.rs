@@ -1,9 +1,10 @@
 //! Live figures, where xcmon has the daemons' secret (`XC_PAR_SECRET`): every 2 s it reads each
 //! daemon it found by multicast DNS (`/v1/capacity` and `/v1/devices`, over the same pinned TLS a
-//! program uses, pins in `~/.xcc`), and keeps its items done over the last 5 minutes for the
-//! throughput chart. Without the secret it reads nothing: a daemon would refuse each reading.
+//! program uses, pins in `~/.xcc`), and keeps over the last 5 minutes its items done (the
+//! throughput chart), each device's tiles in flight (a chart per device) and its refusals by code.
+//! Without the secret it reads nothing: a daemon would refuse each reading.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use xcd_discovery::Found;
 use xcd_runtime::home::Home;
 use xcd_runtime::remote::reader::Reader;
 use xcd_ui::LiveView;
-use xcd_ui::chart::Samples;
+use xcd_ui::chart::{Chart, Samples, Unit};
 use xcd_ui::daemon::memory;
 
 /// Time between readings.
@@ -23,10 +24,49 @@ const KEEP: Duration = Duration::from_secs(300);
 /// What is known of one daemon from reading it.
 struct Live {
     samples: Samples,
+    /// Each device's microseconds of tiles in flight (a running total), by device id, in the
+    /// daemon's order: read twice, the mean tiles in flight between the readings.
+    in_flight_by_device: Vec<(String, Samples)>,
+    /// Its refusal counts by code at each reading of the last 5 minutes, oldest first.
+    refusals: VecDeque<(Instant, BTreeMap<String, u64>)>,
     /// None until a reading has succeeded: a first reading that fails shows no figure.
     in_flight: Option<u64>,
     memory: Vec<String>,
     error: Option<String>,
+}
+
+impl Live {
+    /// Keeps one reading of each device's seconds of tiles in flight and of the refusal counts.
+    fn read(&mut self, now: Instant, devices: &[String], in_flight: &[f64], refusals: BTreeMap<String, u64>) {
+        // A daemon older than the per-device figures has no charts of them; one whose devices
+        // changed (it restarted with others) starts its charts again.
+        if in_flight.len() != devices.len() {
+            self.in_flight_by_device.clear();
+        } else if self.in_flight_by_device.iter().map(|(d, _)| d).ne(devices.iter()) {
+            self.in_flight_by_device = devices.iter().map(|d| (d.clone(), Samples::new(KEEP))).collect();
+        }
+        for ((_, micros), seconds) in self.in_flight_by_device.iter_mut().zip(in_flight) {
+            micros.add(now, (seconds.max(0.0) * 1e6) as u64);
+        }
+        self.refusals.push_back((now, refusals));
+        while self.refusals.front().is_some_and(|(t, _)| now.duration_since(*t) > KEEP) {
+            self.refusals.pop_front();
+        }
+    }
+
+    /// Refusals since the oldest reading kept, by code: `busy 3` (the counts since a restart
+    /// where the daemon restarted in between).
+    fn recent_refusals(&self) -> Vec<String> {
+        let (Some((_, first)), Some((_, last))) = (self.refusals.front(), self.refusals.back()) else {
+            return Vec::new();
+        };
+        let restarted = last.iter().any(|(code, n)| first.get(code).is_some_and(|was| n < was));
+        last.iter()
+            .map(|(code, n)| (code, if restarted { *n } else { n - first.get(code).copied().unwrap_or(0) }))
+            .filter(|(_, n)| *n > 0)
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect()
+    }
 }
 
 /// The live figures of every daemon read, by advertisement name.
@@ -44,6 +84,15 @@ impl Figures {
                     in_flight: live.in_flight,
                     memory: live.memory.clone(),
                     chart: live.samples.chart(EVERY),
+                    in_flight_charts: live
+                        .in_flight_by_device
+                        .iter()
+                        .map(|(device, micros)| {
+                            let mean: Vec<f64> = micros.rates().iter().map(|r| r / 1e6).collect();
+                            (device.clone(), Chart::of_unit(&mean, EVERY, Unit::TilesInFlight))
+                        })
+                        .collect(),
+                    refusals: live.recent_refusals(),
                     error: live.error.clone(),
                 };
                 (name.clone(), view)
@@ -99,6 +148,8 @@ pub(crate) async fn read(
             };
             let live = figures.entry(name).or_insert_with(|| Live {
                 samples: Samples::new(KEEP),
+                in_flight_by_device: Vec::new(),
+                refusals: VecDeque::new(),
                 in_flight: None,
                 memory: Vec::new(),
                 error: None,
@@ -107,6 +158,8 @@ pub(crate) async fn read(
                 Ok((capacity, devices)) => {
                     live.samples.add(now, capacity.items_done);
                     live.in_flight = Some(capacity.tiles_in_flight);
+                    let ids: Vec<String> = devices.iter().map(|d| d.id.clone()).collect();
+                    live.read(now, &ids, &capacity.tile_seconds_by_device, capacity.refusals);
                     live.memory = devices
                         .iter()
                         .map(|d| format!("{}: {}", d.id, memory(d.memory_free, d.memory_total)))
@@ -119,5 +172,47 @@ pub(crate) async fn read(
         }
         drop(figures);
         changed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live() -> Live {
+        Live {
+            samples: Samples::new(KEEP),
+            in_flight_by_device: Vec::new(),
+            refusals: VecDeque::new(),
+            in_flight: None,
+            memory: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect()
+    }
+
+    #[test]
+    fn refusals_are_those_of_the_last_minutes_and_charts_follow_the_devices() {
+        let (t, devices) = (Instant::now(), ["cuda:a".to_owned(), "cuda:b".to_owned()]);
+        let mut live = live();
+        live.read(t, &devices, &[1.0, 0.0], counts(&[("busy", 5)]));
+        live.read(t + Duration::from_secs(2), &devices, &[7.0, 0.5], counts(&[("busy", 7), ("unknown_block", 1)]));
+        assert_eq!(live.recent_refusals(), ["busy 2", "unknown_block 1"]);
+        let charts: Vec<&str> = live.in_flight_by_device.iter().map(|(d, _)| d.as_str()).collect();
+        assert_eq!(charts, ["cuda:a", "cuda:b"]);
+        // 6 s of tiles in 2 s: three tiles in flight on average.
+        assert_eq!(live.in_flight_by_device[0].1.rates(), [3.0e6]);
+        // Five minutes on, the old readings are gone: nothing refused since.
+        live.read(t + Duration::from_secs(400), &devices, &[7.0, 0.5], counts(&[("busy", 7), ("unknown_block", 1)]));
+        assert!(live.recent_refusals().is_empty());
+        // Restarted, with its counts from zero again; and an older daemon, with no per-device figures.
+        live.read(t + Duration::from_secs(402), &devices[..1], &[0.0], counts(&[("busy", 1)]));
+        assert_eq!(live.recent_refusals(), ["busy 1"]);
+        assert_eq!(live.in_flight_by_device.len(), 1);
+        live.read(t + Duration::from_secs(404), &devices[..1], &[], BTreeMap::new());
+        assert!(live.in_flight_by_device.is_empty());
     }
 }

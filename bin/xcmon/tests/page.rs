@@ -162,6 +162,19 @@ fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
         text.contains("peak ") && !text.contains("peak 0.00 items/s")
     });
     assert!(live.contains("llvmpipe") && live.contains("GiB"), "memory read from /v1/devices: {live}");
+    assert!(live.contains("tiles in flight on vulkan:llvmpipe"), "a chart of each device's tiles in flight: {live}");
+    // That chart shows the run too: its tiles, however short, counted by the time they took.
+    browser.wait_for(&row, "tiles in flight above 0", Duration::from_secs(30), |text| {
+        text.split("peak ").any(|rest| {
+            let mut words = rest.split_whitespace();
+            let value = words.next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            value > 0.0 && words.next().is_some_and(|unit| unit.starts_with("tile"))
+        })
+    });
+    // A refusal shows by its code among the daemon's recent work.
+    let unknown = daemon.url(&format!("/v1/blocks/{}/tile?count=1", "00".repeat(32)));
+    let _ = xcd_e2e::curl(&["-X", "POST", "-H", "Authorization: Bearer s3cret", &unknown]);
+    browser.wait_for_text(&row, "refusals, last 5 min: unknown_block 1", Duration::from_secs(30));
     assert_eq!(browser.eval("return window.xcmonMark;"), serde_json::json!(42), "the page reloaded");
     let html = browser.html();
     assert!(html.contains("<svg") && html.contains("<polyline"), "bars and chart drawn: {html}");
