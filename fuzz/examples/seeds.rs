@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use xcd_wire::trace::{TraceRun, TraceWorker, WorkerKind};
+use xcd_wire::trace::{TraceRun, TraceSpan, TraceWorker, WorkerKind};
 use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec, ResultFrame, Tile, TileFrame};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
@@ -124,6 +124,11 @@ fn trace() {
                 failure: Some("the daemon stopped answering".into()),
             },
         ],
+        spans: vec![
+            TraceSpan { worker: 0, lane: 0, start_us: 0, end_us: 40_000, items: 4096, tiles: 1, failed: false, measuring: true },
+            TraceSpan { worker: 1, lane: 2, start_us: 5_000, end_us: 90_000, items: 8192, tiles: 4, failed: true, measuring: false },
+        ],
+        merged: true,
     };
     let mut lines = run.to_line();
     lines.extend(b"not a record\n");

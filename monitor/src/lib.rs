@@ -11,4 +11,4 @@ pub mod intake;
 pub mod store;
 
 pub use intake::{IntakeLimits, serve_intake};
-pub use store::{Received, Store};
+pub use store::{KEEP_RUNS, Received, Store};

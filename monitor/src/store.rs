@@ -1,5 +1,6 @@
-//! The runs xcmon has received: the newest [`KEEP_RUNS`], each with where it came from and when,
-//! plus counts of what was refused; followers get each new run as it arrives.
+//! The runs xcmon has received: the newest [`KEEP_RUNS`], each with where it came from and when
+//! and a number of its own, plus counts of what was refused; followers get each new run as it
+//! arrives.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -73,6 +74,19 @@ impl Store {
         self.lock().runs.iter().cloned().collect()
     }
 
+    /// The number of the oldest run kept: runs are numbered from 0 as they arrive, and keep
+    /// their number while they are kept.
+    pub fn first_id(&self) -> u64 {
+        self.lock().dropped
+    }
+
+    /// Run number `id`, while it is kept.
+    pub fn run(&self, id: u64) -> Option<Received> {
+        let inner = self.lock();
+        let at = usize::try_from(id.checked_sub(inner.dropped)?).ok()?;
+        inner.runs.get(at).cloned()
+    }
+
     /// Lines refused and old runs dropped, so far.
     pub fn counts(&self) -> (u64, u64) {
         let inner = self.lock();
@@ -105,6 +119,8 @@ mod tests {
                 seconds: 0.1,
                 placement: None,
                 workers: Vec::new(),
+                spans: Vec::new(),
+                merged: false,
             },
         }
     }
@@ -120,6 +136,11 @@ mod tests {
         assert_eq!(runs.len(), KEEP_RUNS);
         assert_eq!(runs[0].run.items, 10);
         assert_eq!(store.counts(), (0, 10));
+        // Runs keep their numbers: the first ten are gone, number 10 is the oldest kept.
+        assert_eq!(store.first_id(), 10);
+        assert_eq!(store.run(10).map(|r| r.run.items), Some(10));
+        assert_eq!(store.run(KEEP_RUNS as u64 + 9).map(|r| r.run.items), Some(KEEP_RUNS as u64 + 9));
+        assert!(store.run(9).is_none() && store.run(KEEP_RUNS as u64 + 10).is_none() && store.run(u64::MAX).is_none());
         store.refuse();
         assert_eq!(store.counts(), (1, 10));
         // A follower that fell behind misses the oldest news, not the newest.

@@ -28,6 +28,8 @@ fn run(items: u64) -> TraceRun {
             busy_seconds: 0.4,
             failure: None,
         }],
+        spans: Vec::new(),
+        merged: false,
     }
 }
 

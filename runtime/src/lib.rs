@@ -19,7 +19,8 @@
 //! - [`home`]: the settings file under `XCC_HOME` (pins, placements), the `xcd-home` crate;
 //! - [`settings`]: [`Settings`] from the environment;
 //! - [`report`]: [`RunReport`] and the `par:` lines;
-//! - [`trace`]: each run's record sent to `XC_PAR_TRACE`'s monitor.
+//! - [`trace`]: each run's record sent to `XC_PAR_TRACE`'s monitor, with its `timeline`: when
+//!   each tile ran, on which worker and lane.
 #![forbid(unsafe_code)]
 
 pub mod args;
@@ -35,6 +36,7 @@ pub mod schedule;
 pub mod settings;
 #[cfg(test)]
 mod testing;
+mod timeline;
 mod trace;
 pub mod worker;
 
@@ -182,6 +184,7 @@ impl Par {
             items: n,
             params: args.params.iter().map(|&(_, word)| word).collect(),
             whole,
+            timeline: timeline::Timeline::default(),
         };
         let current = self.roster.current(&self.settings);
         let workers: Vec<&dyn Worker> = current.iter().map(|w| &**w as &dyn Worker).collect();
@@ -218,7 +221,7 @@ impl Par {
             }
         }
         if let Some(tracer) = &self.tracer {
-            tracer.send(&report, wall);
+            tracer.send(&report, wall, &ctx.timeline);
         }
         Ok(report)
     }

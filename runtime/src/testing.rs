@@ -28,7 +28,14 @@ pub(crate) fn ctx() -> RunCtx {
         forms: Forms { wgsl: Some(String::new()), ..Forms::default() },
     };
     let id = desc.id();
-    RunCtx { block: Block { desc: Arc::new(desc), cpu: square_plus }, id, items: 0, params: vec![7], whole: Vec::new() }
+    RunCtx {
+        block: Block { desc: Arc::new(desc), cpu: square_plus },
+        id,
+        items: 0,
+        params: vec![7],
+        whole: Vec::new(),
+        timeline: Default::default(),
+    }
 }
 
 pub(crate) fn cpu() -> CpuWorker {

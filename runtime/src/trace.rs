@@ -6,16 +6,18 @@
 //! (a monitor that is down does not make the program slower). After a failed connection it waits
 //! [`RETRY`] before trying again. When the program's [`crate::Par`] goes, the thread gets up to
 //! [`FLUSH`] to send what is queued, so a short program's only run still reaches the monitor.
-//! It owns nothing of the run itself and must not block the caller.
+//! It owns nothing of the run itself and must not block the caller. A record carries the run's
+//! timeline (`crate::timeline`), merged until the record fits its line.
 
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use xcd_wire::trace::{TraceRun, TraceWorker};
+use xcd_wire::trace::{MAX_LINE, TraceRun, TraceSpan, TraceWorker};
 
 use crate::RunReport;
+use crate::timeline::Timeline;
 
 /// Records waiting to be sent at most; more are dropped.
 const QUEUE: usize = 64;
@@ -45,9 +47,9 @@ impl Tracer {
     }
 
     /// Queues a run's record; drops it when the queue is full.
-    pub(crate) fn send(&self, report: &RunReport, started: SystemTime) {
+    pub(crate) fn send(&self, report: &RunReport, started: SystemTime, timeline: &Timeline) {
         if let Some(queue) = &self.queue {
-            let _ = queue.try_send(record(report, started).to_line());
+            let _ = queue.try_send(line(report, started, timeline));
         }
     }
 }
@@ -60,7 +62,48 @@ impl Drop for Tracer {
     }
 }
 
-/// The record of one run.
+/// Spans a record carries at most, before merging: about 100 bytes each, so the timeline takes
+/// at most about half of a record's [`MAX_LINE`].
+const MOST_SPANS: usize = 320;
+
+/// The record's line, with as much of the timeline as keeps it under [`MAX_LINE`]: the spans
+/// merged further while it does not fit, and left out when even few do not.
+pub(crate) fn line(report: &RunReport, started: SystemTime, timeline: &Timeline) -> Vec<u8> {
+    let mut run = record(report, started);
+    let mut most = MOST_SPANS;
+    loop {
+        let (names, spans, merged) = timeline.spans(most);
+        run.spans = spans
+            .iter()
+            .filter_map(|s| {
+                let worker = report.workers.iter().position(|w| Some(&w.name) == names.get(s.worker))?;
+                Some(TraceSpan {
+                    worker: u16::try_from(worker).ok()?,
+                    lane: u16::try_from(s.lane).unwrap_or(u16::MAX),
+                    start_us: u64::try_from(s.start.as_micros()).unwrap_or(u64::MAX),
+                    end_us: u64::try_from(s.end.as_micros()).unwrap_or(u64::MAX),
+                    items: s.items,
+                    tiles: s.tiles,
+                    failed: s.failed,
+                    measuring: s.measuring,
+                })
+            })
+            .collect();
+        run.merged = merged;
+        let line = run.to_line();
+        if line.len() <= MAX_LINE {
+            return line;
+        }
+        if most <= 8 {
+            run.spans.clear();
+            run.merged = true;
+            return run.to_line();
+        }
+        most /= 2;
+    }
+}
+
+/// The record of one run, without its timeline.
 pub(crate) fn record(report: &RunReport, started: SystemTime) -> TraceRun {
     let program = std::env::current_exe()
         .ok()
@@ -89,6 +132,8 @@ pub(crate) fn record(report: &RunReport, started: SystemTime) -> TraceRun {
                 failure: w.failure.clone(),
             })
             .collect(),
+        spans: Vec::new(),
+        merged: false,
     }
 }
 

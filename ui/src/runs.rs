@@ -1,14 +1,15 @@
 //! The runs programs sent to xcmon: a view model per run (its workers' shares as bar segments,
-//! its fallbacks) and the page fragment that lists them, newest first.
+//! its fallbacks) and the page fragment that lists them, newest first, each linked to its own
+//! page (`run`).
 
 use askama::Template;
 use xcd_monitor::Received;
 use xcd_wire::trace::WorkerKind;
 
 /// Colours of the bar segments, by worker kind: this machine's CPU, its GPUs, remote GPUs.
-const CPU: &str = "#8a8f98";
-const GPU: &str = "#3b7dd8";
-const REMOTE: &str = "#e0862d";
+pub(crate) const CPU: &str = "#8a8f98";
+pub(crate) const GPU: &str = "#3b7dd8";
+pub(crate) const REMOTE: &str = "#e0862d";
 
 /// One worker's share of a run, as a segment of the run's bar.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,8 @@ pub struct Share {
 /// One run, ready to show.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunView {
+    /// Its number in xcmon's store: its page is `/runs/<id>`.
+    pub id: u64,
     /// The sending program and its address: `escape (pid 42) from 10.0.0.5`.
     pub program: String,
     /// `file:line` of the run in the program.
@@ -49,8 +52,8 @@ pub struct RunView {
 }
 
 impl RunView {
-    /// The view of a received run.
-    pub fn of(received: &Received) -> RunView {
+    /// The view of received run number `id`.
+    pub fn of(id: u64, received: &Received) -> RunView {
         let run = &received.run;
         let mut x = 0.0;
         let shares = run
@@ -72,6 +75,7 @@ impl RunView {
         let fallbacks =
             run.workers.iter().filter_map(|w| w.failure.as_ref().map(|f| format!("{} stopped: {f}", w.name))).collect();
         RunView {
+            id,
             program: format!("{} (pid {}) from {}", run.program, run.pid, received.from.ip()),
             source: run.source.clone(),
             block: run.block.clone(),
@@ -97,9 +101,11 @@ pub struct RunsPage {
 }
 
 impl RunsPage {
-    /// The page for `received` (oldest first, as the store keeps them).
-    pub fn of(received: &[Received], refused: u64) -> RunsPage {
-        RunsPage { runs: received.iter().rev().map(RunView::of).collect(), refused }
+    /// The page for `received` (oldest first, as the store keeps them, the first numbered
+    /// `first`).
+    pub fn of(received: &[Received], first: u64, refused: u64) -> RunsPage {
+        let runs = received.iter().enumerate().rev().map(|(i, r)| RunView::of(first + i as u64, r)).collect();
+        RunsPage { runs, refused }
     }
 }
 
@@ -127,6 +133,8 @@ mod tests {
                 seconds: 0.5,
                 placement: Some("par: placement of escape at 2^9 items: gpu, remembered".into()),
                 workers,
+                spans: Vec::new(),
+                merged: false,
             },
         }
     }
@@ -138,11 +146,14 @@ mod tests {
 
     #[test]
     fn shares_lie_end_to_end_coloured_by_kind() {
-        let view = RunView::of(&received(vec![
-            worker(WorkerKind::Cpu, "cpu", 250, None),
-            worker(WorkerKind::Gpu, "gpu:vulkan:llvmpipe", 0, Some("device lost")),
-            worker(WorkerKind::Remote, "remote:gpu-box:cuda:NVIDIA H200", 750, None),
-        ]));
+        let view = RunView::of(
+            0,
+            &received(vec![
+                worker(WorkerKind::Cpu, "cpu", 250, None),
+                worker(WorkerKind::Gpu, "gpu:vulkan:llvmpipe", 0, Some("device lost")),
+                worker(WorkerKind::Remote, "remote:gpu-box:cuda:NVIDIA H200", 750, None),
+            ]),
+        );
         assert_eq!(view.shares.len(), 2, "workers that ran nothing get no segment");
         assert_eq!((view.shares[0].x, view.shares[0].percent, view.shares[0].color), (0.0, 25.0, CPU));
         assert_eq!((view.shares[1].x, view.shares[1].percent, view.shares[1].color), (25.0, 75.0, REMOTE));
@@ -156,7 +167,8 @@ mod tests {
         let mut older = received(vec![worker(WorkerKind::Cpu, "cpu", 1000, None)]);
         older.run.block = "older".into();
         let newer = received(vec![worker(WorkerKind::Remote, "remote:a&b:cuda:x", 1000, Some("the daemon said <no>"))]);
-        let html = RunsPage::of(&[older, newer], 3).render().expect("renders");
+        let html = RunsPage::of(&[older, newer], 10, 3).render().expect("renders");
+        assert!(html.contains("href=\"runs/11\"") && html.contains("href=\"runs/10\""), "{html}");
         assert!(!html.contains("<script>alert"), "{html}");
         // askama escapes with numeric references.
         assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "{html}");
@@ -166,7 +178,7 @@ mod tests {
         assert!(html.contains("<svg") && html.contains(r#"width="100%""#), "{html}");
         assert!(html.contains("3 lines refused"), "{html}");
         assert!(!html.contains("http://") && !html.contains("https://"), "no outside resources: {html}");
-        let empty = RunsPage::of(&[], 0).render().expect("renders");
+        let empty = RunsPage::of(&[], 0, 0).render().expect("renders");
         assert!(empty.contains("No runs yet"), "{empty}");
     }
 }

@@ -40,6 +40,40 @@ pub struct TraceRun {
     pub placement: Option<String>,
     /// Each worker's share.
     pub workers: Vec<TraceWorker>,
+    /// The run's timeline: each tile (or adjacent tiles of one lane, merged), in start order.
+    /// Empty from a program older than this field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<TraceSpan>,
+    /// Whether adjacent tiles were merged into spans to keep the record under [`MAX_LINE`].
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub merged: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// When one tile ran (or several adjacent tiles of one lane, merged), on which worker and lane.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TraceSpan {
+    /// The worker: an index into [`TraceRun::workers`].
+    pub worker: u16,
+    /// Which of the worker's lanes (tiles it keeps in flight at once), from 0.
+    pub lane: u16,
+    /// When it started, in microseconds from the run's start.
+    pub start_us: u64,
+    /// When it ended, likewise.
+    pub end_us: u64,
+    /// Items in it.
+    pub items: u64,
+    /// Tiles in it: more than one where adjacent tiles were merged.
+    pub tiles: u32,
+    /// The tile failed, and ran again on another worker.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub failed: bool,
+    /// It ran while placement measured which workers to use.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub measuring: bool,
 }
 
 /// What kind of worker ran a share of a run.
@@ -149,6 +183,17 @@ mod tests {
                 busy_seconds: 0.4,
                 failure: Some("x".into()),
             }],
+            spans: vec![TraceSpan {
+                worker: 0,
+                lane: 1,
+                start_us: 10,
+                end_us: 400,
+                items: 100,
+                tiles: 3,
+                failed: false,
+                measuring: true,
+            }],
+            merged: true,
         }
     }
 
@@ -157,6 +202,12 @@ mod tests {
         let line = run().to_line();
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         assert_eq!(TraceRun::from_line(&line).expect("reads"), run());
+        // A record from a program older than the timeline reads too, with none.
+        let text = String::from_utf8(line).expect("utf-8");
+        let at = text.find(",\"spans\"").expect("spans in the line");
+        let old = format!("{}}}", &text[..at]);
+        let read = TraceRun::from_line(old.as_bytes()).expect("an older record reads");
+        assert!(read.spans.is_empty() && !read.merged);
     }
 
     #[test]

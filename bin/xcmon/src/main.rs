@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use askama::Template;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
@@ -26,7 +26,7 @@ use futures_util::Stream;
 use tokio::sync::broadcast;
 use xcd_discovery::{Browser, Change, Found, Scope};
 use xcd_monitor::{IntakeLimits, Store};
-use xcd_ui::{DaemonsPage, MonitorPage, RunsPage};
+use xcd_ui::{DaemonsPage, MonitorPage, RunPage, RunsPage};
 
 /// xcmon shows the daemons on the subnet and the runs programs send it, in a browser page.
 ///
@@ -131,6 +131,7 @@ async fn run(cli: Cli) -> ExitCode {
         .route("/", get(index))
         .route("/daemons", get(daemons))
         .route("/runs", get(runs_section))
+        .route("/runs/{id}", get(run_page))
         .route("/events", get(events))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(app);
@@ -195,7 +196,7 @@ fn daemons_page(app: &App) -> DaemonsPage {
 }
 
 fn runs_page(app: &App) -> RunsPage {
-    RunsPage::of(&app.store.runs(), app.store.counts().0)
+    RunsPage::of(&app.store.runs(), app.store.first_id(), app.store.counts().0)
 }
 
 async fn index(State(app): State<App>) -> Response {
@@ -218,6 +219,22 @@ async fn runs_section(State(app): State<App>) -> Response {
     let mut response = html(&runs_page(&app));
     response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     response
+}
+
+/// `/runs/<id>`: one run's own page, with its timeline.
+async fn run_page(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let received = id.parse::<u64>().ok().and_then(|id| app.store.run(id).map(|r| (id, r)));
+    match received {
+        Some((id, received)) => html(&RunPage::of(id, &received)),
+        None => (
+            axum::http::StatusCode::NOT_FOUND,
+            format!(
+                "no run {id} here: runs are numbered as they arrive, and xcmon keeps the newest {} (see the runs on /)",
+                xcd_monitor::KEEP_RUNS
+            ),
+        )
+            .into_response(),
+    }
 }
 
 /// Server-sent events: `daemons` or `runs` when that section changed.

@@ -1,7 +1,8 @@
 //! xcmon as a real process: a daemon on loopback appears on its page (multicast DNS on loopback
 //! only), a program's run sent with XC_PAR_TRACE appears in its runs section, and the page's
 //! event stream says so as it happens; then the same in headless Chromium, with the daemon's live
-//! figures read with its secret.
+//! figures read with its secret, and runs' own pages (their timelines), one of them a record of
+//! 16 workers with hostile names.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -203,4 +204,66 @@ fn the_page_in_chromium_shows_the_daemon_live_and_a_run_as_it_arrives() {
         );
         browser.screenshot(&shots.join(name));
     }
+    browser.resize(1200, 900);
+
+    // The remote run's own page (runs are numbered as they arrive: it was the first) draws its
+    // timeline: a lane per lane of the daemon's worker, a bar per tile.
+    browser.open(&format!("http://127.0.0.1:{}/runs/0", monitor.page));
+    let lanes = browser.wait_for_text("table.lanes", "remote:127.0.0.1:", Duration::from_secs(10));
+    assert!(lanes.contains("(lane 1)") && lanes.contains("time from the run's start"), "{lanes}");
+    let bars = browser.eval("return document.querySelectorAll('td.bars rect').length;").as_u64().unwrap_or(0);
+    assert!(bars >= 3, "a bar per tile: {bars}");
+    browser.screenshot(&shots.join("run.png"));
+
+    // Sixteen workers with hostile names, sent as a program would: escaped, one lane each, and the
+    // page fits a phone.
+    let record = hostile_record();
+    let mut sender = std::net::TcpStream::connect(("127.0.0.1", monitor.trace)).expect("the trace port");
+    std::io::Write::write_all(&mut sender, record.as_bytes()).expect("the record sent");
+    browser.open(&format!("http://127.0.0.1:{}/", monitor.page));
+    browser.wait_for_text("#runs", "<b>blur</b>", Duration::from_secs(10));
+    browser.open(&format!("http://127.0.0.1:{}/runs/2", monitor.page));
+    assert_eq!(browser.text("h1").as_deref(), Some("<b>blur</b>\"'"), "the name shown as text");
+    assert_eq!(browser.eval("return document.querySelectorAll('b, script[src]').length;"), serde_json::json!(0));
+    let rows = browser.eval("return document.querySelectorAll('table.lanes tr').length;").as_u64().unwrap_or(0);
+    assert_eq!(rows, 17, "16 lanes and the time axis");
+    let text = browser.text("section.timeline").unwrap_or_default();
+    assert!(text.contains("stopped: gone <i>away</i>") && text.contains("merged"), "{text}");
+    for (name, width, height) in [("run-hostile-wide.png", 1600, 900), ("run-hostile-phone.png", 390, 844)] {
+        browser.resize(width, height);
+        browser.screenshot(&shots.join(name));
+        let widths =
+            browser.eval("return [document.documentElement.clientWidth, document.documentElement.scrollWidth];");
+        let [view, page] = [0, 1].map(|i| widths[i].as_f64().unwrap_or(f64::NAN));
+        assert!(page <= view, "at {width} px the run's page is {page} px wide, wider than {view}");
+    }
+}
+
+/// A trace record of 16 workers whose names are markup, each with three tiles, one stopped.
+fn hostile_record() -> String {
+    let workers: Vec<serde_json::Value> = (0..16)
+        .map(|i| {
+            serde_json::json!({
+                "kind": if i % 2 == 0 { "remote" } else { "gpu" },
+                "name": format!("remote:<b>host{i}</b>:\"dev'{i}\""),
+                "items": 3000, "tiles": 3, "busy_seconds": 0.3,
+                "failure": if i == 5 { Some("gone <i>away</i>") } else { None },
+            })
+        })
+        .collect();
+    let spans: Vec<serde_json::Value> = (0..16)
+        .flat_map(|w| {
+            (0..3).map(move |t| {
+                serde_json::json!({"worker": w, "lane": 0, "start_us": t * 150_000 + w * 5_000,
+                    "end_us": t * 150_000 + w * 5_000 + 100_000, "items": 1000, "tiles": 1,
+                    "failed": w == 5 && t == 2, "measuring": t == 0})
+            })
+        })
+        .collect();
+    let run = serde_json::json!({
+        "version": "0.1.0", "program": "<b>blur</b>", "pid": 1, "source": "<b>main.rs</b>:1",
+        "block": "<b>blur</b>\"'", "items": 48000, "tiles": 48, "started_ms": 1_764_650_000_000_u64,
+        "seconds": 0.5, "workers": workers, "spans": spans, "merged": true,
+    });
+    format!("{run}\n")
 }

@@ -1,5 +1,5 @@
-//! `XC_PAR_TRACE`: each run's record reaches a monitor listening on loopback, and a monitor that
-//! is not there changes nothing about the run.
+//! `XC_PAR_TRACE`: each run's record (with its timeline) reaches a monitor listening on loopback,
+//! and a monitor that is not there changes nothing about the run.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -48,6 +48,16 @@ fn each_run_reaches_the_monitor() {
     assert_eq!(run.workers.iter().map(|w| w.tiles).sum::<u64>(), run.tiles);
     assert!(run.workers.iter().all(|w| w.name == "cpu" && w.failure.is_none()), "{run:?}");
     assert!(total.is_some());
+    // The timeline: every tile, on a worker the record lists, within the run, in start order.
+    assert!(!run.spans.is_empty(), "a timeline: {run:?}");
+    assert_eq!(run.spans.iter().map(|s| s.items).sum::<u64>(), run.items, "every item in a span");
+    assert_eq!(run.spans.iter().map(|s| u64::from(s.tiles)).sum::<u64>(), run.tiles, "every tile in a span");
+    let run_us = (run.seconds * 1e6) as u64 + 1;
+    for span in &run.spans {
+        assert!(usize::from(span.worker) < run.workers.len() && span.start_us <= span.end_us, "{span:?}");
+        assert!(span.end_us <= run_us && !span.failed, "{span:?} in a run of {run_us} µs");
+    }
+    assert!(run.spans.windows(2).all(|w| w[0].start_us <= w[1].start_us), "in start order");
 }
 
 #[test]

@@ -319,6 +319,7 @@ pub(crate) fn measure(
     let elem = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
     let seed = u64::from_le_bytes(ctx.id.0[..8].try_into().unwrap_or_default());
     let mut m = Measuring { workers, stats, ctx, work, options, done, elem, seed, items: 0 };
+    ctx.timeline.measuring(true);
     let best_guess = m.calibrate(&mut candidates);
     // From here on, pieces are sized to the run: long enough to time well, short enough to stay
     // cheap; and only what could win is measured.
@@ -330,6 +331,7 @@ pub(crate) fn measure(
     };
     size_to_the_run(&mut candidates, best_guess, slice);
     m.rounds(&mut candidates, slice, best_guess, started);
+    ctx.timeline.measuring(false);
     // The fastest measured; where the run ended before any was, the fastest calibrated.
     let fastest = |rate: fn(&Candidate) -> Option<f64>| {
         candidates

@@ -166,8 +166,8 @@ pub(crate) fn run<'a>(
             .iter()
             .enumerate()
             .filter(|&(w, _)| live[w])
-            .flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |_| (w, worker)));
-        for (w, worker) in lanes {
+            .flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |lane| (w, lane, worker)));
+        for (w, lane, worker) in lanes {
             let (board, changed, elem) = (&board, &changed, &elem);
             scope.spawn(move || {
                 let max_tile = worker.max_tile(ctx);
@@ -180,6 +180,7 @@ pub(crate) fn run<'a>(
                             .unwrap_or_else(|_| Err(WorkerError::Panicked(worker.name().to_owned())));
                     let count = tile.tile.count;
                     let failed = result.is_err();
+                    ctx.timeline.tile(worker.name(), lane, started, count, failed);
                     let mut b = lock(board);
                     match result {
                         Ok(()) => b.finished(w, count, started.elapsed()),

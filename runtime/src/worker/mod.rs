@@ -71,6 +71,8 @@ pub(crate) struct RunCtx {
     pub(crate) params: Vec<u32>,
     /// Whole arrays in binding order, hashed once per run.
     pub(crate) whole: Vec<WholeArray>,
+    /// When each tile ran, for the trace record.
+    pub(crate) timeline: crate::timeline::Timeline,
 }
 
 /// One array of one tile.
