@@ -168,3 +168,49 @@ fn connect(addr: &str) -> Option<TcpStream> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::schedule::WorkerStats;
+
+    fn report(workers: usize, name_len: usize) -> RunReport {
+        RunReport {
+            block: "escape".into(),
+            source: "main.rs:1".into(),
+            items: 1 << 24,
+            elapsed: Duration::from_secs(30),
+            workers: (0..workers).map(|i| WorkerStats::new(&format!("remote:{i}:{}", "x".repeat(name_len)))).collect(),
+            placement: None,
+        }
+    }
+
+    #[test]
+    fn a_record_keeps_its_timeline_under_the_line_limit() {
+        let timeline = Timeline::default();
+        let t = Instant::now();
+        for i in 0..20_000 {
+            timeline.tile(&format!("remote:{}:{}", i % 16, "x".repeat(40)), i % 3, t, 64, i % 997 == 0);
+        }
+        // Sixteen workers: the spans are merged until the record fits, and it says so.
+        let line = line(&report(16, 40), SystemTime::now(), &timeline);
+        let run = TraceRun::from_line(&line).expect("a record");
+        assert!(line.len() <= MAX_LINE && run.merged, "{} bytes", line.len());
+        assert!(!run.spans.is_empty() && run.spans.len() <= MOST_SPANS + 16 * 3 + 25, "{} spans", run.spans.len());
+        assert_eq!(run.spans.iter().map(|s| u64::from(s.tiles)).sum::<u64>(), 20_000, "every tile counted");
+        assert!(run.spans.iter().filter(|s| s.failed).count() >= 20, "failed tiles kept whole");
+        // 256 workers with long names leave little room: fewer spans, or none, but a record.
+        let mut crowded = report(16, 40);
+        crowded.workers.extend(report(240, 120).workers);
+        let crowded = line_of(&crowded, &timeline);
+        let run = TraceRun::from_line(&crowded).expect("a record");
+        assert!(crowded.len() <= MAX_LINE && run.merged, "{} bytes", crowded.len());
+        assert!(run.spans.len() < MOST_SPANS / 2, "{} spans", run.spans.len());
+    }
+
+    fn line_of(report: &RunReport, timeline: &Timeline) -> Vec<u8> {
+        line(report, SystemTime::now(), timeline)
+    }
+}
