@@ -36,6 +36,18 @@ struct Live {
 }
 
 impl Live {
+    /// A daemon not read yet.
+    fn new() -> Live {
+        Live {
+            samples: Samples::new(KEEP),
+            in_flight_by_device: Vec::new(),
+            refusals: VecDeque::new(),
+            in_flight: None,
+            memory: Vec::new(),
+            error: None,
+        }
+    }
+
     /// Keeps one reading of each device's seconds of tiles in flight and of the refusal counts.
     fn read(&mut self, now: Instant, devices: &[String], in_flight: &[f64], refusals: BTreeMap<String, u64>) {
         // A daemon older than the per-device figures has no charts of them; one whose devices
@@ -146,14 +158,7 @@ pub(crate) async fn read(
                 (Some(reader), true) => readers.insert(name.clone(), reader),
                 _ => readers.remove(&name),
             };
-            let live = figures.entry(name).or_insert_with(|| Live {
-                samples: Samples::new(KEEP),
-                in_flight_by_device: Vec::new(),
-                refusals: VecDeque::new(),
-                in_flight: None,
-                memory: Vec::new(),
-                error: None,
-            });
+            let live = figures.entry(name).or_insert_with(Live::new);
             match reading {
                 Ok((capacity, devices)) => {
                     live.samples.add(now, capacity.items_done);
@@ -179,17 +184,6 @@ pub(crate) async fn read(
 mod tests {
     use super::*;
 
-    fn live() -> Live {
-        Live {
-            samples: Samples::new(KEEP),
-            in_flight_by_device: Vec::new(),
-            refusals: VecDeque::new(),
-            in_flight: None,
-            memory: Vec::new(),
-            error: None,
-        }
-    }
-
     fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         pairs.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect()
     }
@@ -197,7 +191,7 @@ mod tests {
     #[test]
     fn refusals_are_those_of_the_last_minutes_and_charts_follow_the_devices() {
         let (t, devices) = (Instant::now(), ["cuda:a".to_owned(), "cuda:b".to_owned()]);
-        let mut live = live();
+        let mut live = Live::new();
         live.read(t, &devices, &[1.0, 0.0], counts(&[("busy", 5)]));
         live.read(t + Duration::from_secs(2), &devices, &[7.0, 0.5], counts(&[("busy", 7), ("unknown_block", 1)]));
         assert_eq!(live.recent_refusals(), ["busy 2", "unknown_block 1"]);
