@@ -70,17 +70,24 @@ impl Rope {
         Ok(())
     }
 
-    /// Splits off the first `at` bytes (all of them when there are fewer).
+    /// Splits off the first `at` bytes (all of them when there are fewer), in time linear in
+    /// the pieces taken.
     pub fn split_to(&mut self, at: usize) -> Rope {
-        let mut head = Rope::default();
-        while head.len < at {
-            let Some(piece) = self.pieces.first_mut() else { break };
-            let want = at - head.len;
-            let taken = if piece.len() <= want { self.pieces.remove(0) } else { piece.split_to(want) };
-            head.len += taken.len();
-            self.len -= taken.len();
-            head.pieces.push(taken);
+        let at = at.min(self.len);
+        // The whole pieces that go, and the bytes of the one cut in two.
+        let (mut whole, mut taken) = (0, 0);
+        while whole < self.pieces.len() && taken + self.pieces[whole].len() <= at {
+            taken += self.pieces[whole].len();
+            whole += 1;
         }
+        let mut head = Rope { pieces: self.pieces.drain(..whole).collect(), len: taken };
+        if taken < at
+            && let Some(piece) = self.pieces.first_mut()
+        {
+            head.pieces.push(piece.split_to(at - taken));
+            head.len = at;
+        }
+        self.len -= head.len;
         head
     }
 
@@ -279,6 +286,24 @@ mod tests {
     }
 
     #[test]
+    fn splitting_a_rope_of_many_pieces_keeps_every_byte_in_order() {
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+        let mut rope = Rope::default();
+        for chunk in bytes.chunks(7) {
+            rope.len += chunk.len();
+            rope.pieces.push(Bytes::copy_from_slice(chunk));
+        }
+        let mut out = Vec::new();
+        for size in [0, 1, 6, 7, 8, 100, 3000, 10_000] {
+            let head = rope.split_to(size);
+            assert_eq!(head.len(), size.min(head.len() + rope.len()));
+            out.extend_from_slice(&head.to_bytes());
+        }
+        assert!(rope.is_empty());
+        assert_eq!(out, bytes);
+    }
+
+    #[test]
     fn bad_frames_are_refused() {
         let mut splitter = RopeSplitter::new(100);
         splitter.push(Bytes::from_static(&[200, 0, 0, 0]));
@@ -299,5 +324,7 @@ mod tests {
         assert_eq!(rope.copy_to(&mut [0; 2]), Err((3, 2)));
         assert_eq!(rope.split_to(2).to_bytes(), Bytes::from_static(&[1, 2]));
         assert_eq!(rope.to_bytes(), Bytes::from_static(&[3]));
+        assert_eq!(rope.split_to(5).len(), 1, "all there is");
+        assert!(rope.is_empty() && rope.split_to(1).is_empty());
     }
 }
