@@ -125,8 +125,26 @@ fn trace() {
             },
         ],
         spans: vec![
-            TraceSpan { worker: 0, lane: 0, start_us: 0, end_us: 40_000, items: 4096, tiles: 1, failed: false, measuring: true },
-            TraceSpan { worker: 1, lane: 2, start_us: 5_000, end_us: 90_000, items: 8192, tiles: 4, failed: true, measuring: false },
+            TraceSpan {
+                worker: 0,
+                lane: 0,
+                start_us: 0,
+                end_us: 40_000,
+                items: 4096,
+                tiles: 1,
+                failed: false,
+                measuring: true,
+            },
+            TraceSpan {
+                worker: 1,
+                lane: 2,
+                start_us: 5_000,
+                end_us: 90_000,
+                items: 8192,
+                tiles: 4,
+                failed: true,
+                measuring: false,
+            },
         ],
         merged: true,
     };

@@ -5,8 +5,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use xcd_monitor::Store;
-use xcd_ui::{RunPage, RunsPage};
 use xcd_ui::askama::Template;
+use xcd_ui::{RunPage, RunsPage};
 use xcd_wire::trace::MAX_LINE;
 
 fuzz_target!(|data: &[u8]| {
