@@ -31,10 +31,20 @@ pub fn required() -> Option<PathBuf> {
     found
 }
 
-/// Assembles `ptx` for each of [`TARGETS`]; the error carries ptxas's words.
+/// Assembles `ptx` for each of [`TARGETS`]; the error carries ptxas's words. Each call has a
+/// folder of its own: tests that check kernels of the same name at once (two threads of one test
+/// binary) must not assemble each other's half-written file.
 pub fn check(ptxas: &std::path::Path, ptx: &str, name: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("xcd-ptxas-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("xcd-ptxas-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = assemble(ptxas, ptx, name, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn assemble(ptxas: &std::path::Path, ptx: &str, name: &str, dir: &std::path::Path) -> Result<(), String> {
     let file = dir.join(format!("{name}.ptx"));
     std::fs::write(&file, ptx).map_err(|e| e.to_string())?;
     for target in TARGETS {
