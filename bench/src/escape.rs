@@ -242,7 +242,7 @@ pub(crate) fn placement(o: &Options) -> Result<String, String> {
         size.rate(first)
     ));
     text.push_str(&format!(
-        "\nBest fixed set: `{}`. Measuring first runs against it: **{}** (goal ≤ 1.15×).\n",
+        "\nBest fixed set: `{}`. Measuring first runs against it: **{}** (goal ≤ 1.10×).\n",
         best.0,
         ratios.join(", ")
     ));
