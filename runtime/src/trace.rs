@@ -14,7 +14,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use xcd_wire::trace::{MAX_LINE, TraceRun, TraceSpan, TraceWorker};
+use xcd_wire::trace::{MAX_LINE, MAX_WORKERS, TraceRun, TraceSpan, TraceWorker, WorkerKind};
 
 use crate::RunReport;
 use crate::timeline::Timeline;
@@ -70,6 +70,7 @@ const MOST_SPANS: usize = 320;
 /// merged further while it does not fit, and left out when even few do not.
 pub(crate) fn line(report: &RunReport, started: SystemTime, timeline: &Timeline) -> Vec<u8> {
     let mut run = record(report, started);
+    let place = bound_workers(&mut run.workers);
     let mut most = MOST_SPANS;
     loop {
         let (names, spans, merged) = timeline.spans(most);
@@ -78,7 +79,7 @@ pub(crate) fn line(report: &RunReport, started: SystemTime, timeline: &Timeline)
             .filter_map(|s| {
                 let worker = report.workers.iter().position(|w| Some(&w.name) == names.get(s.worker))?;
                 Some(TraceSpan {
-                    worker: u16::try_from(worker).ok()?,
+                    worker: u16::try_from((*place.get(worker)?)?).ok()?,
                     lane: u16::try_from(s.lane).unwrap_or(u16::MAX),
                     start_us: u64::try_from(s.start.as_micros()).unwrap_or(u64::MAX),
                     end_us: u64::try_from(s.end.as_micros()).unwrap_or(u64::MAX),
@@ -100,6 +101,73 @@ pub(crate) fn line(report: &RunReport, started: SystemTime, timeline: &Timeline)
             return run.to_line();
         }
         most /= 2;
+    }
+}
+
+/// A worker's name or failure longer than this many bytes is shortened in the record (the
+/// report keeps it whole).
+const MOST_TEXT: usize = 200;
+
+/// The bytes a record's workers take at most: the rest of [`MAX_LINE`] is for the run's facts and
+/// its timeline.
+const MOST_WORKER_BYTES: usize = MAX_LINE / 2;
+
+/// Bounds a record's workers so that any run's record fits its line and a monitor takes it:
+/// names and failures shortened to [`MOST_TEXT`], and past [`MAX_WORKERS`] workers or
+/// [`MOST_WORKER_BYTES`], those that computed least folded into one last entry that adds them up.
+/// Returns where each worker went in the record (`None`: folded, its spans left out).
+fn bound_workers(workers: &mut Vec<TraceWorker>) -> Vec<Option<usize>> {
+    for w in workers.iter_mut() {
+        shorten(&mut w.name);
+        if let Some(failure) = w.failure.as_mut() {
+            shorten(failure);
+        }
+    }
+    let size = |w: &TraceWorker| serde_json::to_vec(w).map_or(MOST_TEXT * 3, |v| v.len() + 1);
+    let total: usize = workers.iter().map(size).sum();
+    if workers.len() <= MAX_WORKERS && total <= MOST_WORKER_BYTES {
+        return (0..workers.len()).map(Some).collect();
+    }
+    // The fold's own entry takes at most about MOST_TEXT.
+    let mut by_items: Vec<usize> = (0..workers.len()).collect();
+    by_items.sort_by_key(|&i| std::cmp::Reverse(workers[i].items));
+    let (mut keep, mut bytes) = (vec![false; workers.len()], MOST_TEXT);
+    for i in by_items.into_iter().take(MAX_WORKERS - 1) {
+        bytes += size(&workers[i]);
+        if bytes > MOST_WORKER_BYTES {
+            break;
+        }
+        keep[i] = true;
+    }
+    let mut place = Vec::with_capacity(workers.len());
+    let (mut kept, mut folded) = (Vec::new(), Vec::new());
+    for (w, keep) in std::mem::take(workers).into_iter().zip(keep) {
+        place.push(keep.then_some(kept.len()));
+        if keep { kept.push(w) } else { folded.push(w) }
+    }
+    let stopped = folded.iter().filter(|w| w.failure.is_some()).count();
+    let fold = TraceWorker {
+        kind: folded.first().map_or(WorkerKind::Remote, |w| w.kind),
+        name: format!("{} more workers, added up", folded.len()),
+        items: folded.iter().map(|w| w.items).sum(),
+        tiles: folded.iter().map(|w| w.tiles).sum(),
+        busy_seconds: folded.iter().map(|w| w.busy_seconds).sum(),
+        failure: (stopped > 0).then(|| format!("{stopped} of them stopped; the program's report says why")),
+    };
+    kept.push(fold);
+    *workers = kept;
+    place
+}
+
+/// Cuts `text` to at most [`MOST_TEXT`] bytes, at a character's edge, ending it with "…".
+fn shorten(text: &mut String) {
+    if text.len() > MOST_TEXT {
+        let mut end = MOST_TEXT - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
     }
 }
 
@@ -201,13 +269,52 @@ mod tests {
         assert!(!run.spans.is_empty() && run.spans.len() <= MOST_SPANS + 16 * 3 + 25, "{} spans", run.spans.len());
         assert_eq!(run.spans.iter().map(|s| u64::from(s.tiles)).sum::<u64>(), 20_000, "every tile counted");
         assert!(run.spans.iter().filter(|s| s.failed).count() >= 20, "failed tiles kept whole");
-        // 256 workers with long names leave little room: fewer spans, or none, but a record.
+        // 256 workers with long names would leave little room: those that computed least are
+        // added up in one entry, and the sixteen that ran tiles keep their spans.
         let mut crowded = report(16, 40);
+        for w in &mut crowded.workers {
+            w.items = 1;
+        }
         crowded.workers.extend(report(240, 120).workers);
         let crowded = line_of(&crowded, &timeline);
         let run = TraceRun::from_line(&crowded).expect("a record");
         assert!(crowded.len() <= MAX_LINE && run.merged, "{} bytes", crowded.len());
-        assert!(run.spans.len() < MOST_SPANS / 2, "{} spans", run.spans.len());
+        assert!(run.workers.last().is_some_and(|w| w.name.ends_with("more workers, added up")));
+        assert_eq!(run.spans.iter().map(|s| u64::from(s.tiles)).sum::<u64>(), 20_000, "every tile counted");
+    }
+
+    #[test]
+    fn a_record_of_any_many_workers_fits_and_adds_up() {
+        // 300 daemons with 300-byte names, each stopped with a 2 KB reason: the record is still
+        // one a monitor takes, with the busiest workers whole and the rest added up.
+        let timeline = Timeline::default();
+        let t = Instant::now();
+        let mut many = report(300, 300);
+        for (i, w) in many.workers.iter_mut().enumerate() {
+            (w.items, w.tiles) = (1_000 + i as u64, 1);
+            w.failure = Some(format!("the daemon declined: {}", "é".repeat(1_000)));
+            timeline.tile(&w.name, 0, t, 64, false);
+        }
+        let line = line_of(&many, &timeline);
+        let run = TraceRun::from_line(&line).expect("a record a monitor takes");
+        assert!(run.workers.len() <= MAX_WORKERS, "{} workers", run.workers.len());
+        let fold = run.workers.last().expect("workers");
+        assert!(fold.name.ends_with("more workers, added up"), "{}", fold.name);
+        assert!(fold.failure.as_deref().is_some_and(|f| f.contains("of them stopped")), "{fold:?}");
+        assert_eq!(run.workers.iter().map(|w| w.items).sum::<u64>(), many.workers.iter().map(|w| w.items).sum::<u64>());
+        // The busiest are kept, their texts shortened at a character's edge.
+        assert!(run.workers[..run.workers.len() - 1].iter().all(|w| w.items > 1_000 + 300 - run.workers.len() as u64));
+        assert!(run.workers.iter().all(|w| w.name.len() <= MOST_TEXT), "names shortened");
+        assert!(run.workers[0].failure.as_deref().is_some_and(|f| f.ends_with("é…")), "{:?}", run.workers[0].failure);
+        assert!(run.spans.iter().all(|s| usize::from(s.worker) < run.workers.len() - 1), "spans of kept workers only");
+        assert!(!run.spans.is_empty());
+        // A record that fits as it is stays whole.
+        let small = report(4, 10);
+        let run = TraceRun::from_line(&line_of(&small, &timeline)).expect("a record");
+        assert_eq!(
+            run.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(),
+            small.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>()
+        );
     }
 
     fn line_of(report: &RunReport, timeline: &Timeline) -> Vec<u8> {
