@@ -13,7 +13,9 @@ use xcd_api::{AppState, Config, Identity, Limits, Nimby, Secret, TrustedProxies}
 
 /// mimalloc returns freed memory to the system within moments, where glibc's allocator keeps
 /// what its per-thread arenas once held: after a burst of uploads and answers, the daemon's
-/// memory drops back (docs/security.md, "The memory ceiling").
+/// memory drops back (docs/security.md, "The memory ceiling"). It is built without transparent
+/// huge pages (`no_thp`), or each reuse of memory it gave back zeroes a whole 2 MiB page
+/// (docs/performance.md: a third of the daemon's CPU while streaming).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
