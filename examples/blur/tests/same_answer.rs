@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use xcd_e2e::Daemon;
 use xcd_runtime::{Par, Settings, WorkerChoice};
@@ -65,6 +66,97 @@ fn a_daemon_gives_the_same_checksum() {
     let (got, report) = blur_program(home.path(), &env);
     assert!(report.contains("across remote:localhost:"), "every tile ran on the daemon: {report}");
     assert_eq!(got, cpu, "the daemon and the generated CPU form differ: {report}");
+}
+
+#[test]
+fn a_daemon_that_restarts_is_sent_the_block_and_arrays_again() {
+    // One program's life across a restart of its daemon (same address, same key): the daemon
+    // has forgotten the block and the whole arrays the program sent before, and must get them
+    // again rather than refuse every later tile of that block.
+    let daemon_home = tempfile::tempdir().expect("XCD_HOME");
+    let start =
+        |port: u16| Daemon::beside(env!("CARGO_BIN_EXE_blur")).secret(SECRET).home(daemon_home.path()).port(port);
+    let daemon = start(0).start();
+    let port = daemon.port;
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = Settings {
+        workers: vec![WorkerChoice::Remote],
+        remote: vec![format!("127.0.0.1:{port}")],
+        secret: Some(SECRET.into()),
+        home: Some(home.path().display().to_string()),
+        ..Settings::default()
+    };
+    let par = Par::new(remote).expect("the daemon's worker");
+    let cpu = Par::new(Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() }).expect("the cpu worker");
+    let (w, h) = (64u32, 48u32);
+    // Each pass's bits, or why it failed.
+    let pass = |par: &Par, image: &[f32]| {
+        let mut out = vec![0.0f32; image.len()];
+        let bits = |out: Vec<f32>| out.iter().map(|v| v.to_bits()).fold(0u64, |h, b| h.rotate_left(7) ^ u64::from(b));
+        blur::run(par, w * h, w, h, 0.5, image, &mut out).map(|_| bits(out)).map_err(|e| e.to_string())
+    };
+    let first: Vec<f32> = (0..w * h).map(|i| (i % 17) as f32 * 0.25).collect();
+    assert_eq!(pass(&par, &first), pass(&cpu, &first), "before the restart");
+    daemon.terminate(Duration::from_secs(10));
+    let _daemon = start(port).start();
+    // The same image (a whole array the daemon held before) and a new one.
+    assert_eq!(pass(&par, &first), pass(&cpu, &first), "after the restart, an array sent before");
+    let second: Vec<f32> = first.iter().map(|v| v * 0.5 + 1.0).collect();
+    assert_eq!(pass(&par, &second), pass(&cpu, &second), "after the restart, a new array");
+}
+
+#[test]
+fn a_whole_array_the_daemon_dropped_for_room_is_sent_again() {
+    // The daemon keeps 32 MiB of whole arrays (`-memory 68`); another client's 40 MiB push out
+    // the image this program sent. The program still counts it held, so its next pass names it
+    // in a tile: the daemon refuses that tile (unknown array), and the program sends the array
+    // again and the tile once more, rather than give the daemon up for the run.
+    let daemon = Daemon::beside(env!("CARGO_BIN_EXE_blur")).secret(SECRET).args(&["-memory", "68"]).start();
+    let home = tempfile::tempdir().expect("XCC_HOME");
+    let remote = Settings {
+        workers: vec![WorkerChoice::Remote],
+        remote: vec![format!("127.0.0.1:{}", daemon.port)],
+        secret: Some(SECRET.into()),
+        home: Some(home.path().display().to_string()),
+        ..Settings::default()
+    };
+    let par = Par::new(remote).expect("the daemon's worker");
+    let cpu = Par::new(Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() }).expect("the cpu worker");
+    let (w, h) = (64u32, 48u32);
+    let image: Vec<f32> = (0..w * h).map(|i| (i % 19) as f32 * 0.125).collect();
+    let pass = |par: &Par| {
+        let mut out = vec![0.0f32; image.len()];
+        blur::run(par, w * h, w, h, 0.5, &image, &mut out).map_err(|e| e.to_string())?;
+        Ok::<u64, String>(out.iter().fold(0u64, |h, v| h.rotate_left(7) ^ u64::from(v.to_bits())))
+    };
+    let want = pass(&cpu);
+    assert_eq!(pass(&par), want, "the first pass");
+    let dir = tempfile::tempdir().expect("a folder");
+    for i in 0..5u8 {
+        let body = vec![i; 8 << 20];
+        let hash: String = xcd_runtime::wire::content_hash(&body).iter().map(|b| format!("{b:02x}")).collect();
+        let file = dir.path().join(format!("{i}"));
+        std::fs::write(&file, &body).expect("written");
+        let out = xcd_e2e::curl(&[
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "PUT",
+            "-H",
+            &format!("authorization: Bearer {SECRET}"),
+            "--data-binary",
+            &format!("@{}", file.display()),
+            &daemon.url(&format!("/v1/arrays/{hash}")),
+        ]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "201", "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(pass(&par), want, "the pass after the daemon dropped its image");
+    // The only refusals of this daemon's life: the tiles in flight (at most its depth, 3) that
+    // named the dropped image, each then sent again.
+    let refused = daemon.metric(SECRET, "xcd_refusals_total");
+    assert!((1.0..=3.0).contains(&refused), "the daemon had dropped the image: {refused} tiles refused");
 }
 
 #[test]

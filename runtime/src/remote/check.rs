@@ -109,7 +109,10 @@ fn refused(steps: &mut Vec<CheckStep>, e: RemoteError) {
         RemoteError::Layout { .. } => "layout",
         RemoteError::Declined { .. } => "capacity",
         RemoteError::NoForm { .. } => "forms",
-        RemoteError::Failed { .. } | RemoteError::Stalled { .. } | RemoteError::NotFound(_) => "daemon",
+        RemoteError::Failed { .. }
+        | RemoteError::Forgotten { .. }
+        | RemoteError::Stalled { .. }
+        | RemoteError::NotFound(_) => "daemon",
     };
     let passed: &[&str] = match failed_at {
         "secret" => &["tls+pin"],

@@ -2,7 +2,8 @@
 //!
 //! Every request carries the secret (when the program has one), the version and the data layout.
 //! The connection, registered blocks and uploaded whole arrays are kept for the program's life,
-//! so later runs of a block reuse them.
+//! so later runs of a block reuse them; what the daemon turns out to have forgotten (a restart,
+//! an array dropped for room) is forgotten here too ([`Daemon::forget`]) and sent again.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -211,6 +212,13 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// Forgets which blocks and whole arrays the daemon holds, after it answered that it does
+    /// not hold one it was sent: the next [`Daemon::prepare`] sends them again.
+    pub(crate) fn forget(&self) {
+        self.registered.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.arrays.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Opens a tile stream for `id` on device `device`.

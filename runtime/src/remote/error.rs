@@ -84,6 +84,18 @@ pub enum RemoteError {
     /// Multicast DNS found no daemon to use.
     #[error("{0}; name daemons in XC_PAR_REMOTE where multicast does not reach (across routers or VPNs)")]
     NotFound(String),
+    /// The daemon does not hold a block or whole array this program sent it before: it
+    /// restarted, or dropped the array as the least recently used. The program sends it again
+    /// and retries once; this is what a second refusal says.
+    #[error(
+        "{addr}: the daemon no longer holds what this program sent it (it restarted, or dropped it for room), and refused it sent again: {detail}"
+    )]
+    Forgotten {
+        /// `host:port`.
+        addr: String,
+        /// The daemon's words.
+        detail: String,
+    },
     /// Anything else the daemon said, or a stream that broke.
     #[error("{addr}: {detail}")]
     Failed {
@@ -109,12 +121,11 @@ impl RemoteError {
             C::LayoutMismatch => RemoteError::Layout { addr, detail },
             C::NoForm | C::LoadFailed => RemoteError::NoForm { addr, detail },
             C::DeclinedNimby | C::DeclinedMemory | C::Draining | C::Busy => RemoteError::Declined { addr, detail },
+            C::UnknownBlock | C::UnknownArray => RemoteError::Forgotten { addr, detail },
             C::TooManyFailures
             | C::BadFrame
             | C::TooLarge
             | C::BadRequest
-            | C::UnknownBlock
-            | C::UnknownArray
             | C::UnknownDevice
             | C::DeviceFailed
             | C::NotFound

@@ -156,12 +156,22 @@ impl Worker for RemoteWorker {
         let daemon = self.daemon.clone();
         // Every run may bring whole arrays of its own, even on a stream already open for its
         // block: those the daemon does not hold yet go up before any tile names them.
-        let opened = self.runtime.block_on(async {
+        let ready = || async {
             daemon.prepare(ctx.id, &ctx.block.desc, &ctx.whole).await?;
             if open {
                 return Ok(None);
             }
             TileStream::open(daemon.clone(), ctx.id, self.device, u64::from(ctx.items)).await.map(Some)
+        };
+        // A daemon that restarted has forgotten the block: it is registered again, once.
+        let opened = self.runtime.block_on(async {
+            match ready().await {
+                Err(RemoteError::Forgotten { .. }) => {
+                    daemon.forget();
+                    ready().await
+                }
+                done => done,
+            }
         })?;
         if let Some(stream) = opened {
             *slot = Some((ctx.id, Arc::new(stream)));
@@ -184,18 +194,42 @@ impl Worker for RemoteWorker {
             }
         };
         let inputs: Vec<&[u8]> = tile.inputs().collect();
-        let tag = self.next_tag.fetch_add(1, Ordering::Relaxed) % UNKNOWN_TAG;
         let wholes: Vec<[u8; 32]> = ctx.whole.iter().map(|w| w.hash).collect();
-        let frame = encode_tile(tag, tile.tile, &ctx.params, &wholes, &inputs);
+        let frame = |tag| Bytes::from(encode_tile(tag, tile.tile, &ctx.params, &wholes, &inputs));
         let sent = Instant::now();
-        let answer = stream.send(tag, Bytes::from(frame))?;
-        let wait = self.deadline(tile.tile.count);
+        let outputs = match self.send(&stream, &frame, tile.tile.count) {
+            // The daemon dropped a whole array this program sent it (for room, or it restarted
+            // within the run): sent again, and the tile once more.
+            Err(WorkerError::Remote(RemoteError::Forgotten { .. })) => {
+                self.daemon.forget();
+                self.runtime.block_on(self.daemon.prepare(ctx.id, &ctx.block.desc, &ctx.whole))?;
+                self.send(&stream, &frame, tile.tile.count)?
+            }
+            answered => answered?,
+        };
+        self.timed(tile.tile.count, sent.elapsed());
+        tile.write_joined(&self.id, &outputs)
+    }
+}
+
+impl RemoteWorker {
+    /// Sends a tile of `count` items (`frame` makes its frame for a tag) on `stream` and waits
+    /// for its result, or marks the daemon stalled when none comes within the tile's deadline.
+    fn send(
+        &self,
+        stream: &Arc<TileStream>,
+        frame: &dyn Fn(u32) -> Bytes,
+        count: u32,
+    ) -> Result<xcd_wire::Rope, WorkerError> {
+        let tag = self.next_tag.fetch_add(1, Ordering::Relaxed) % UNKNOWN_TAG;
+        let answer = stream.send(tag, frame(tag))?;
+        let wait = self.deadline(count);
         // The timer must be made inside the runtime, hence the async block.
-        let outputs = match self.runtime.block_on(async move { tokio::time::timeout(wait, answer).await }) {
-            Ok(answer) => answer.map_err(|_| RemoteError::Failed {
+        match self.runtime.block_on(async move { tokio::time::timeout(wait, answer).await }) {
+            Ok(answer) => Ok(answer.map_err(|_| RemoteError::Failed {
                 addr: self.daemon.addr.clone(),
                 detail: "the tile stream ended".into(),
-            })??,
+            })??),
             Err(_) => {
                 let stalled = RemoteError::Stalled { addr: self.daemon.addr.clone(), secs: wait.as_secs_f64() };
                 *self.stalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stalled {
@@ -207,11 +241,9 @@ impl Worker for RemoteWorker {
                 // Every other tile waiting on this stream fails now rather than at its own deadline.
                 stream.abort();
                 self.stream.lock().unwrap_or_else(|e| e.into_inner()).take();
-                return Err(stalled.into());
+                Err(stalled.into())
             }
-        };
-        self.timed(tile.tile.count, sent.elapsed());
-        tile.write_joined(&self.id, &outputs)
+        }
     }
 }
 
