@@ -269,10 +269,13 @@ impl Par {
                 _ => {
                     prepare(stats, &all);
                     let measured = placement::measure(workers, stats, ctx, &mut work, options, &done);
-                    let kept = match measured.best {
+                    let kept = match (measured.best, measured.too_short) {
                         _ if measured.broken => Err("a worker failed while measuring".to_owned()),
-                        None => Err("nothing could be measured".to_owned()),
-                        Some(best) => self.remember(&key, best),
+                        (_, Some(secs)) => Err(format!(
+                            "the run, about {secs:.2} s, is too short to measure sets of kinds; every kind ran it"
+                        )),
+                        (None, None) => Err("nothing could be measured".to_owned()),
+                        (Some(best), None) => self.remember(&key, best),
                     };
                     if let Some(best) = measured.best {
                         members = members_of(stats, best);

@@ -13,7 +13,9 @@
 //! gives each candidate about
 //! [`SLICE_MIN`]–[`SLICE_MAX`] of work; clearly slower candidates drop out after each round, and
 //! measuring stops once it has used [`BUDGET`] of the best candidate's estimated time for the
-//! whole run. The rest of the run goes to the fastest.
+//! whole run. The rest of the run goes to the fastest. A run whose budget could not hold two
+//! sets' pieces (under about a quarter of a second) measures no sets: every kind runs the rest,
+//! the report says so, and nothing is kept.
 //!
 //! Owns the candidates, the measuring rounds and the settings key
 //! (`placement.<block>.<id>.<log2 n>`); the sets of kinds are [`Kinds`] (`kinds`). Cutting pieces into tiles is [`crate::schedule`]'s
@@ -70,6 +72,9 @@ pub struct Measured {
     pub rates: Vec<(Kinds, Option<f64>)>,
     /// Each kind's rate alone from calibration (shorter pieces, so only roughly comparable).
     pub calibrated: Vec<(Kinds, f64)>,
+    /// The estimated seconds of the whole run, where that was too short to measure sets after
+    /// calibrating: every kind present ran the rest.
+    pub too_short: Option<f64>,
     /// A worker failed while measuring: the figures say little about a later run.
     pub broken: bool,
     /// Seconds spent measuring.
@@ -314,7 +319,15 @@ pub(crate) fn measure(
     let started = Instant::now();
     if present.len() < 2 {
         let rates = candidates.iter().map(|c| (c.kinds, None)).collect();
-        return Measured { best: None, rates, calibrated: Vec::new(), broken: false, seconds: 0.0, items: 0 };
+        return Measured {
+            best: None,
+            rates,
+            calibrated: Vec::new(),
+            too_short: None,
+            broken: false,
+            seconds: 0.0,
+            items: 0,
+        };
     }
     let elem = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
     let seed = u64::from_le_bytes(ctx.id.0[..8].try_into().unwrap_or_default());
@@ -329,8 +342,14 @@ pub(crate) fn measure(
     } else {
         SLICE_MIN
     };
-    size_to_the_run(&mut candidates, best_guess, slice);
-    m.rounds(&mut candidates, slice, best_guess, started);
+    // A run whose measuring budget cannot hold two sets' pieces is decided without measuring
+    // sets: every kind present runs the rest, as a run without placement would.
+    let estimate = n / best_guess;
+    let too_short = (best_guess > 0.0 && BUDGET * estimate < 2.0 * SLICE_MIN.as_secs_f64()).then_some(estimate);
+    if too_short.is_none() {
+        size_to_the_run(&mut candidates, best_guess, slice);
+        m.rounds(&mut candidates, slice, best_guess, started);
+    }
     ctx.timeline.measuring(false);
     // The fastest measured; where the run ended before any was, the fastest calibrated.
     let fastest = |rate: fn(&Candidate) -> Option<f64>| {
@@ -341,9 +360,11 @@ pub(crate) fn measure(
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(k, _)| k)
     };
-    let best = fastest(Candidate::rate).or_else(|| fastest(|c| c.guess));
+    let best =
+        if too_short.is_some() { Some(present) } else { fastest(Candidate::rate).or_else(|| fastest(|c| c.guess)) };
     Measured {
         best,
+        too_short,
         rates: candidates.iter().map(|c| (c.kinds, c.rate())).collect(),
         calibrated: candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect(),
         broken: candidates.iter().any(|c| c.broken),
@@ -602,6 +623,22 @@ mod tests {
             if !gpu.is_some_and(|r| r > 0.3 * real) {
                 return Err(format!("calibrated {gpu:?} against {real}: {measured:?}"));
             }
+            chose(&measured, "cpu+gpu")
+        });
+    }
+
+    #[test]
+    fn a_run_too_short_to_measure_sets_runs_on_every_kind() {
+        // About 0.1 s: its 10% cannot hold two pieces of 12 ms.
+        holds_within_three_tries(|| {
+            let n = 1 << 17;
+            let (a, b) = sims(n, true);
+            let (measured, stats) = first_run(&[&a, &b], n);
+            if !measured.too_short.is_some_and(|s| s < 0.24) {
+                return Err(format!("not found too short: {measured:?}"));
+            }
+            assert!(measured.rates.iter().all(|(_, r)| r.is_none()), "no set measured: {measured:?}");
+            assert!(stats.iter().all(|s| s.items > 0));
             chose(&measured, "cpu+gpu")
         });
     }
