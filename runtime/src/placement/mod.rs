@@ -344,8 +344,13 @@ pub(crate) fn measure(
     };
     // A run whose measuring budget cannot hold two sets' pieces is decided without measuring
     // sets: every kind present runs the rest, as a run without placement would.
+    // One that ended while calibrating was shorter still.
     let estimate = n / best_guess;
-    let too_short = (best_guess > 0.0 && BUDGET * estimate < 2.0 * SLICE_MIN.as_secs_f64()).then_some(estimate);
+    let too_short = if m.work.is_empty() {
+        Some(started.elapsed().as_secs_f64())
+    } else {
+        (best_guess > 0.0 && BUDGET * estimate < 2.0 * SLICE_MIN.as_secs_f64()).then_some(estimate)
+    };
     if too_short.is_none() {
         size_to_the_run(&mut candidates, best_guess, slice);
         m.rounds(&mut candidates, slice, best_guess, started);
@@ -456,14 +461,19 @@ impl Choice {
                     (Some(best), Ok(file)) => format!("keeping {best} as {key} in {file}"),
                     (Some(best), Err(why)) => format!("using {best}, not kept ({why})"),
                 };
-                if measured.calibrated.is_empty() {
+                let calibrated: Vec<String> =
+                    measured.calibrated.iter().map(|(k, r)| format!("{k} {:.2}", r / 1e6)).collect();
+                if measured.calibrated.is_empty() || measured.items >= items {
+                    let rates = if calibrated.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {} M items/s", calibrated.join(", "))
+                    };
                     return format!(
-                        "par: placement of {block} at {size}: the run ended while calibrating ({:.3} s); nothing kept",
+                        "par: placement of {block} at {size}: the run ended while calibrating ({:.3} s{rates}); nothing kept",
                         measured.seconds
                     );
                 }
-                let calibrated: Vec<String> =
-                    measured.calibrated.iter().map(|(k, r)| format!("{k} {:.2}", r / 1e6)).collect();
                 format!(
                     "par: placement of {block} at {size}: calibrated {} M items/s, measured {} in {:.3} s ({:.0}% of the items); {verdict}",
                     calibrated.join(", "),
