@@ -236,7 +236,8 @@ fn the_first_run_measures_and_the_second_uses_the_remembered_placement() {
     let home = tempfile::tempdir().expect("XCC_HOME");
     let remote = format!("localhost:{}", daemon.port);
     let env = [("XC_PAR_SECRET", SECRET), ("XC_PAR_REMOTE", remote.as_str())];
-    let size = ["--width", "2048", "--height", "2048", "--max-iter", "500"];
+    // Long enough (about a second here) that measuring is not skipped as too short.
+    let size = ["--width", "2048", "--height", "2048", "--max-iter", "1000"];
     let want = escape(home.path(), &[("XC_PAR_WORKERS", "gpu")], &size).total.expect("the local GPU's total");
     let first = escape(home.path(), &env, &size);
     assert!(first.ok, "{}", first.stderr);
