@@ -68,6 +68,28 @@ fn a_daemon_gives_the_same_checksum() {
     assert_eq!(got, cpu, "the daemon and the generated CPU form differ: {report}");
 }
 
+/// A program (its settings folder in `home`) whose only worker is the daemon on `port`, and one
+/// on the CPU form for the bits it must give.
+fn remote_and_cpu(port: u16, home: &Path) -> (Par, Par) {
+    let remote = Settings {
+        workers: vec![WorkerChoice::Remote],
+        remote: vec![format!("127.0.0.1:{port}")],
+        secret: Some(SECRET.into()),
+        home: Some(home.display().to_string()),
+        ..Settings::default()
+    };
+    let cpu = Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() };
+    (Par::new(remote).expect("the daemon's worker"), Par::new(cpu).expect("the cpu worker"))
+}
+
+/// One blur pass of a 64×48 `image` on `par`: a hash of the result's bits, or why it failed.
+fn pass(par: &Par, image: &[f32]) -> Result<u64, String> {
+    let (w, h) = (64u32, 48u32);
+    let mut out = vec![0.0f32; image.len()];
+    blur::run(par, w * h, w, h, 0.5, image, &mut out).map_err(|e| e.to_string())?;
+    Ok(out.iter().fold(0u64, |h, v| h.rotate_left(7) ^ u64::from(v.to_bits())))
+}
+
 #[test]
 fn a_daemon_that_restarts_is_sent_the_block_and_arrays_again() {
     // One program's life across a restart of its daemon (same address, same key): the daemon
@@ -79,23 +101,8 @@ fn a_daemon_that_restarts_is_sent_the_block_and_arrays_again() {
     let daemon = start(0).start();
     let port = daemon.port;
     let home = tempfile::tempdir().expect("XCC_HOME");
-    let remote = Settings {
-        workers: vec![WorkerChoice::Remote],
-        remote: vec![format!("127.0.0.1:{port}")],
-        secret: Some(SECRET.into()),
-        home: Some(home.path().display().to_string()),
-        ..Settings::default()
-    };
-    let par = Par::new(remote).expect("the daemon's worker");
-    let cpu = Par::new(Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() }).expect("the cpu worker");
-    let (w, h) = (64u32, 48u32);
-    // Each pass's bits, or why it failed.
-    let pass = |par: &Par, image: &[f32]| {
-        let mut out = vec![0.0f32; image.len()];
-        let bits = |out: Vec<f32>| out.iter().map(|v| v.to_bits()).fold(0u64, |h, b| h.rotate_left(7) ^ u64::from(b));
-        blur::run(par, w * h, w, h, 0.5, image, &mut out).map(|_| bits(out)).map_err(|e| e.to_string())
-    };
-    let first: Vec<f32> = (0..w * h).map(|i| (i % 17) as f32 * 0.25).collect();
+    let (par, cpu) = remote_and_cpu(port, home.path());
+    let first: Vec<f32> = (0..64 * 48).map(|i| (i % 17) as f32 * 0.25).collect();
     assert_eq!(pass(&par, &first), pass(&cpu, &first), "before the restart");
     daemon.terminate(Duration::from_secs(10));
     let _daemon = start(port).start();
@@ -113,24 +120,10 @@ fn a_whole_array_the_daemon_dropped_for_room_is_sent_again() {
     // again and the tile once more, rather than give the daemon up for the run.
     let daemon = Daemon::beside(env!("CARGO_BIN_EXE_blur")).secret(SECRET).args(&["-memory", "68"]).start();
     let home = tempfile::tempdir().expect("XCC_HOME");
-    let remote = Settings {
-        workers: vec![WorkerChoice::Remote],
-        remote: vec![format!("127.0.0.1:{}", daemon.port)],
-        secret: Some(SECRET.into()),
-        home: Some(home.path().display().to_string()),
-        ..Settings::default()
-    };
-    let par = Par::new(remote).expect("the daemon's worker");
-    let cpu = Par::new(Settings { workers: vec![WorkerChoice::Cpu], ..Settings::default() }).expect("the cpu worker");
-    let (w, h) = (64u32, 48u32);
-    let image: Vec<f32> = (0..w * h).map(|i| (i % 19) as f32 * 0.125).collect();
-    let pass = |par: &Par| {
-        let mut out = vec![0.0f32; image.len()];
-        blur::run(par, w * h, w, h, 0.5, &image, &mut out).map_err(|e| e.to_string())?;
-        Ok::<u64, String>(out.iter().fold(0u64, |h, v| h.rotate_left(7) ^ u64::from(v.to_bits())))
-    };
-    let want = pass(&cpu);
-    assert_eq!(pass(&par), want, "the first pass");
+    let (par, cpu) = remote_and_cpu(daemon.port, home.path());
+    let image: Vec<f32> = (0..64 * 48).map(|i| (i % 19) as f32 * 0.125).collect();
+    let want = pass(&cpu, &image);
+    assert_eq!(pass(&par, &image), want, "the first pass");
     let dir = tempfile::tempdir().expect("a folder");
     for i in 0..5u8 {
         let body = vec![i; 8 << 20];
@@ -152,7 +145,7 @@ fn a_whole_array_the_daemon_dropped_for_room_is_sent_again() {
         ]);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "201", "{}", String::from_utf8_lossy(&out.stderr));
     }
-    assert_eq!(pass(&par), want, "the pass after the daemon dropped its image");
+    assert_eq!(pass(&par, &image), want, "the pass after the daemon dropped its image");
     // The only refusals of this daemon's life: the tiles in flight (at most its depth, 3) that
     // named the dropped image, each then sent again.
     let refused = daemon.metric(SECRET, "xcd_refusals_total");
