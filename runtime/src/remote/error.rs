@@ -88,7 +88,7 @@ pub enum RemoteError {
     /// restarted, or dropped the array as the least recently used. The program sends it again
     /// and retries once; this is what a second refusal says.
     #[error(
-        "{addr}: the daemon no longer holds what this program sent it (it restarted, or dropped it for room), and refused it sent again: {detail}"
+        "{addr}: the daemon no longer holds a block or array this program sent it (it restarted, or made room), and refused it again after it was sent once more: {detail}"
     )]
     Forgotten {
         /// `host:port`.
