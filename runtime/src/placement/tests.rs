@@ -199,3 +199,34 @@ fn keys_name_block_id_and_size() {
     assert_eq!(key("my block.v2", &id, 1_000), "placement.my_block_v2.abababababab.9");
     assert_eq!(key("x", &id, 0), "placement.x.abababababab.0");
 }
+
+#[test]
+fn the_report_line_says_when_a_run_was_too_short() {
+    let cpu = Kinds::parse("cpu").expect("a kind");
+    let every = Kinds::parse("cpu+gpu").expect("kinds");
+    let measured = |items: u64, too_short: Option<f64>| Measured {
+        best: Some(every),
+        rates: vec![(cpu, None), (every, None)],
+        calibrated: vec![(cpu, 2.15e6)],
+        too_short,
+        broken: false,
+        seconds: 0.078,
+        items,
+    };
+    let line = |m: Measured, kept: Result<String, String>| {
+        Choice::Measured { key: "placement.escape.x.18".into(), measured: m, kept }.line("escape", 1 << 18)
+    };
+    // Every item went while calibrating: nothing was decided.
+    let ended = line(measured(1 << 18, Some(0.08)), Err("too short".into()));
+    assert_eq!(
+        ended,
+        "par: placement of escape at 2^18 items: the run ended while calibrating (0.078 s; cpu 2.15 M items/s); nothing kept"
+    );
+    // Too short to measure sets: every kind ran the rest, and the line says why.
+    let why = "the run, about 0.12 s, is too short to measure sets of kinds; every kind ran it";
+    let short = line(measured(30_000, Some(0.12)), Err(why.into()));
+    assert!(
+        short.ends_with(&format!("measured no set in 0.078 s (11% of the items); using cpu+gpu, not kept ({why})")),
+        "{short}"
+    );
+}
