@@ -169,7 +169,12 @@ pub(crate) async fn put_array(
             bytes.len()
         )));
     }
-    let actual = xcd_wire::content_hash(&bytes);
+    // Hashing up to 512 MiB takes about a second: on the blocking pool, not an async worker
+    // that every other connection needs meanwhile.
+    let hashed = bytes.clone();
+    let actual = tokio::task::spawn_blocking(move || xcd_wire::content_hash(&hashed)).await.map_err(|_| {
+        ApiError::Busy("the daemon could not hash the array now (it may be stopping); send it again".into())
+    })?;
     if actual != expected {
         return Err(ApiError::BadRequest(format!(
             "the array's SHA-256 is {}, not {hash}: send the bytes the hash was made from",
