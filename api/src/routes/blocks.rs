@@ -67,10 +67,19 @@ pub(crate) async fn register(
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
     let limit = state.0.config.limits.max_block_bytes as u64;
     let bytes = body(bytes, limit, "the block")?;
-    let desc: BlockDesc = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
-    desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let id = desc.id();
+    let size = bytes.len();
+    // Up to 32 MiB of JSON read and hashed: on the blocking pool, like a whole array's hash.
+    let (desc, id) = tokio::task::spawn_blocking(move || {
+        let desc: BlockDesc = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
+        desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let id = desc.id();
+        Ok::<_, ApiError>((desc, id))
+    })
+    .await
+    .map_err(|_| {
+        ApiError::Busy("the daemon could not read the block now (it may be stopping); send it again".into())
+    })??;
     // A new block is checked and loaded one at a time, after its room is found: a refused block
     // has loaded nothing anywhere.
     let _turn = match state.block(&id.to_string()) {
@@ -81,7 +90,7 @@ pub(crate) async fn register(
     let policy = state.0.config.forms;
     let desc = Arc::new(desc);
     if !known {
-        state.room_for_block(bytes.len())?;
+        state.room_for_block(size)?;
         check_kernel(&desc).await?;
     }
 
@@ -123,7 +132,7 @@ pub(crate) async fn register(
     if loaded.is_empty() {
         return Err(last_error.unwrap_or_else(|| ApiError::LoadFailed("no device loaded the block".into())));
     }
-    state.keep_block(desc, bytes.len());
+    state.keep_block(desc, size);
     let status = if known { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
 }
