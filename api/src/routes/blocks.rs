@@ -8,8 +8,8 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use xcd_engine::EngineError;
-use xcd_wire::BlockDesc;
 use xcd_wire::rest::{ArrayHeld, Registered};
+use xcd_wire::{BlockDesc, BlockId};
 
 use crate::held::{OverBudget, Short};
 use crate::problem::ApiError;
@@ -68,18 +68,7 @@ pub(crate) async fn register(
     let limit = state.0.config.limits.max_block_bytes as u64;
     let bytes = body(bytes, limit, "the block")?;
     let size = bytes.len();
-    // Up to 32 MiB of JSON read and hashed: on the blocking pool, like a whole array's hash.
-    let (desc, id) = tokio::task::spawn_blocking(move || {
-        let desc: BlockDesc = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
-        desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
-        let id = desc.id();
-        Ok::<_, ApiError>((desc, id))
-    })
-    .await
-    .map_err(|_| {
-        ApiError::Busy("the daemon could not read the block now (it may be stopping); send it again".into())
-    })??;
+    let (desc, id) = read_block(bytes).await?;
     // A new block is checked and loaded one at a time, after its room is found: a refused block
     // has loaded nothing anywhere.
     let _turn = match state.block(&id.to_string()) {
@@ -135,6 +124,20 @@ pub(crate) async fn register(
     state.keep_block(desc, size);
     let status = if known { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
+}
+
+/// A block description from its JSON, checked, and its id: up to 32 MiB read and hashed, on the
+/// blocking pool like a whole array's hash, not on an async worker.
+async fn read_block(bytes: Bytes) -> Result<(BlockDesc, BlockId), ApiError> {
+    tokio::task::spawn_blocking(move || {
+        let desc: BlockDesc = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("the block is not a block description: {e}")))?;
+        desc.validate().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let id = desc.id();
+        Ok((desc, id))
+    })
+    .await
+    .map_err(|_| ApiError::Busy("the daemon could not read the block now (it may be stopping); send it again".into()))?
 }
 
 /// Reads and checks a block's kernel once, before any device loads it, so a kernel outside the
