@@ -341,6 +341,12 @@ impl Backend for WgpuDevice {
         memory(&self.adapter).1.map(|free| free + self.kept())
     }
 
+    fn any_thread(&self) -> bool {
+        // wgpu's device and queue are `Send + Sync`; error scopes are per thread, and each call
+        // pushes and pops its own on the thread it runs on.
+        true
+    }
+
     fn recover(&mut self) -> Result<(), String> {
         let (device, queue) = request_device(&self.adapter)?;
         // The old device may still be running the kernel that never ended: destroying it would
