@@ -72,7 +72,7 @@ pub trait Backend: Send + 'static {
 /// caller says otherwise ([`spawn_with`]).
 pub const DEFAULT_TILE_DEADLINE: Duration = Duration::from_secs(60);
 
-pub(crate) enum Command {
+enum Command {
     Status(oneshot::Sender<DeviceInfo>),
     Load(Arc<BlockDesc>, oneshot::Sender<Result<BlockId, EngineError>>),
     Run(TileJob, oneshot::Sender<Result<TileOutput, EngineError>>),
