@@ -5,7 +5,6 @@
 //! device and trying to bring it back; must not know about channels or callers.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -86,9 +85,7 @@ impl Core {
         }
         desc.validate().map_err(|e| EngineError::BadJob(e.to_string()))?;
         self.guarded(|backend| backend.load(id, desc))?;
-        if let Entry::Vacant(slot) = self.loaded.entry(id) {
-            slot.insert(desc.clone());
-        }
+        self.loaded.insert(id, desc.clone());
         Ok(id)
     }
 
