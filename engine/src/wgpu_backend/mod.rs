@@ -315,6 +315,12 @@ fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue)
         label: Some("xcd"),
         required_features: adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS,
         required_limits: adapter.limits(),
+        // wgpu's allocator sub-allocates buffers from blocks it keeps while any buffer lives in
+        // them: 128-256 MiB with the default hints, 8-64 MiB with these. The device's byte budget
+        // (crate::whole, the tile buffers) counts buffers, so the smaller blocks keep what the
+        // device really holds near that count; on llvmpipe, whose memory is the process's,
+        // about 100 MiB of freed whole arrays stayed resident with the default (docs/reliability.md).
+        memory_hints: wgpu::MemoryHints::MemoryUsage,
         ..Default::default()
     }))
     .map_err(|e| e.to_string())
