@@ -319,7 +319,7 @@ fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue)
         // them: 128-256 MiB with the default hints, 8-64 MiB with these. The device's byte budget
         // (crate::whole, the tile buffers) counts buffers, so the smaller blocks keep what the
         // device really holds near that count; on llvmpipe, whose memory is the process's,
-        // about 100 MiB of freed whole arrays stayed resident with the default (docs/reliability.md).
+        // about 120 MiB of freed whole arrays stayed resident with the default (docs/reliability.md).
         memory_hints: wgpu::MemoryHints::MemoryUsage,
         ..Default::default()
     }))
