@@ -6,6 +6,8 @@
 //! GPU. Integer division by zero, reading a register never written, a branch to nowhere and a
 //! memory access outside every buffer are errors: the emitter must never let them happen.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::SimError;
 use crate::parse::{Cmp, Instr, Op, Program, Round, Space, Special, Src, Ty};
 
@@ -25,6 +27,19 @@ fn f(bits: u64) -> f32 {
 
 fn canon(v: f32) -> u64 {
     u64::from(if v.is_nan() { CANONICAL_NAN } else { v.to_bits() })
+}
+
+/// Counts one instruction against a thread's budget; the stop flag is read every 65536
+/// instructions: cheap, and soon enough.
+fn tick(budget: &mut u64, stop: &AtomicBool) -> Result<(), SimError> {
+    if *budget == 0 {
+        return Err(SimError::TooLong);
+    }
+    *budget -= 1;
+    if *budget & 0xFFFF == 0 && stop.load(Ordering::Relaxed) {
+        return Err(SimError::Stopped);
+    }
+    Ok(())
 }
 
 struct Thread<'a> {
@@ -72,15 +87,18 @@ impl Thread<'_> {
         }
     }
 
-    fn run(&mut self, args: &[u64], buffers: &mut [Vec<u8>], budget: &mut u64) -> Result<(), SimError> {
+    fn run(
+        &mut self,
+        args: &[u64],
+        buffers: &mut [Vec<u8>],
+        budget: &mut u64,
+        stop: &AtomicBool,
+    ) -> Result<(), SimError> {
         let code: &[Instr] = &self.program.code;
         let mut pc = 0;
         loop {
             let Some(instr) = code.get(pc) else { return Err(SimError::RanOff) };
-            if *budget == 0 {
-                return Err(SimError::TooLong);
-            }
-            *budget -= 1;
+            tick(budget, stop)?;
             if let Some((g, neg)) = instr.guard {
                 let p = self.regs[g].ok_or(SimError::Unset { pc })? != 0;
                 if p == neg {
@@ -94,6 +112,7 @@ impl Thread<'_> {
                     continue;
                 }
                 Op::Ret => return Ok(()),
+                Op::Trap => return Err(SimError::Trap { pc }),
                 Op::St { space, addr, off, a, .. } => {
                     let at = self.get(Src::Reg(addr), pc)?.wrapping_add(off);
                     let v = self.get(a, pc)? as u32;
@@ -314,6 +333,7 @@ pub(crate) fn launch(
     args: &[u64],
     buffers: &mut [Vec<u8>],
     budget: u64,
+    stop: &AtomicBool,
 ) -> Result<(), SimError> {
     if args.len() != program.params.len() {
         return Err(SimError::Args);
@@ -329,7 +349,7 @@ pub(crate) fn launch(
                 ctaid,
             };
             let mut left = budget;
-            thread.run(args, buffers, &mut left)?;
+            thread.run(args, buffers, &mut left, stop)?;
         }
     }
     Ok(())

@@ -19,6 +19,8 @@ mod parse;
 pub mod ptxas;
 
 pub use device::SimDevice;
+use std::sync::atomic::AtomicBool;
+
 pub use parse::{Program, parse};
 
 /// Why a kernel could not be read or run.
@@ -58,6 +60,15 @@ pub enum SimError {
     /// A thread ran more instructions than it was given.
     #[error("a thread ran past its instruction budget")]
     TooLong,
+    /// A thread executed `trap`.
+    #[error("instruction {pc} is a trap")]
+    Trap {
+        /// The instruction's index.
+        pc: usize,
+    },
+    /// The run was stopped from outside ([`Program::run_until`]).
+    #[error("the run was stopped")]
+    Stopped,
     /// The arguments do not match the entry's parameters.
     #[error("the arguments do not match the entry's parameters")]
     Args,
@@ -86,6 +97,20 @@ impl Program {
         buffers: &mut [Vec<u8>],
         budget: u64,
     ) -> Result<(), SimError> {
+        self.run_until(grid, block, args, buffers, budget, &AtomicBool::new(false))
+    }
+
+    /// [`run`](Self::run), ending with [`SimError::Stopped`] soon after `stop` is set (for a
+    /// kernel that never ends, as the stand-in driver library runs them).
+    pub fn run_until(
+        &self,
+        grid: u32,
+        block: u32,
+        args: &[Arg],
+        buffers: &mut [Vec<u8>],
+        budget: u64,
+        stop: &AtomicBool,
+    ) -> Result<(), SimError> {
         let raw: Vec<u64> = args
             .iter()
             .map(|a| match *a {
@@ -93,6 +118,11 @@ impl Program {
                 Arg::Buffer(k) => exec::buffer_base(k),
             })
             .collect();
-        exec::launch(self, grid, block, &raw, buffers, budget)
+        exec::launch(self, grid, block, &raw, buffers, budget, stop)
+    }
+
+    /// The bytes of each of the entry's parameters, in order (4 for a word, 8 for a pointer).
+    pub fn param_bytes(&self) -> Vec<usize> {
+        self.params.iter().map(|t| t.bytes()).collect()
     }
 }

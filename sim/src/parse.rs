@@ -38,6 +38,16 @@ pub(crate) enum Ty {
     Pred,
 }
 
+impl Ty {
+    /// Its width in bytes as a parameter (a predicate is never one).
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            Ty::B64 | Ty::S64 | Ty::U64 => 8,
+            _ => 4,
+        }
+    }
+}
+
 /// A comparison of `setp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cmp {
@@ -78,24 +88,104 @@ pub(crate) enum Space {
 /// One decoded instruction.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Op {
-    LdParam { ty: Ty, d: usize, param: usize },
-    Mov { d: usize, a: Src },
-    MovSpecial { d: usize, s: Special },
-    MovDepot { d: usize },
-    Cvta { d: usize, a: Src },
-    Bin { op: &'static str, ty: Ty, d: usize, a: Src, b: Src },
-    Mad { d: usize, a: Src, b: Src, c: Src },
-    MulWide { d: usize, a: Src, b: Src },
-    Un { op: &'static str, ty: Ty, d: usize, a: Src },
-    Setp { cmp: Cmp, ty: Ty, d: usize, a: Src, b: Src },
-    Selp { d: usize, a: Src, b: Src, c: Src },
-    Cvt { round: Round, to: Ty, from: Ty, d: usize, a: Src },
-    Bfe { signed: bool, d: usize, a: Src, pos: Src, len: Src },
-    Bfi { d: usize, a: Src, b: Src, pos: Src, len: Src },
-    Ld { space: Space, ty: Ty, d: usize, addr: usize, off: u64 },
-    St { space: Space, ty: Ty, addr: usize, off: u64, a: Src },
-    Bra { to: usize },
+    LdParam {
+        ty: Ty,
+        d: usize,
+        param: usize,
+    },
+    Mov {
+        d: usize,
+        a: Src,
+    },
+    MovSpecial {
+        d: usize,
+        s: Special,
+    },
+    MovDepot {
+        d: usize,
+    },
+    Cvta {
+        d: usize,
+        a: Src,
+    },
+    Bin {
+        op: &'static str,
+        ty: Ty,
+        d: usize,
+        a: Src,
+        b: Src,
+    },
+    Mad {
+        d: usize,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    MulWide {
+        d: usize,
+        a: Src,
+        b: Src,
+    },
+    Un {
+        op: &'static str,
+        ty: Ty,
+        d: usize,
+        a: Src,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        d: usize,
+        a: Src,
+        b: Src,
+    },
+    Selp {
+        d: usize,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Cvt {
+        round: Round,
+        to: Ty,
+        from: Ty,
+        d: usize,
+        a: Src,
+    },
+    Bfe {
+        signed: bool,
+        d: usize,
+        a: Src,
+        pos: Src,
+        len: Src,
+    },
+    Bfi {
+        d: usize,
+        a: Src,
+        b: Src,
+        pos: Src,
+        len: Src,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        d: usize,
+        addr: usize,
+        off: u64,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        addr: usize,
+        off: u64,
+        a: Src,
+    },
+    Bra {
+        to: usize,
+    },
     Ret,
+    /// `trap`: the kernel stops with an error, and the context with it.
+    Trap,
 }
 
 /// An instruction with its guard (`@%p` or `@!%p`).
@@ -364,6 +454,7 @@ impl Parser {
                 Op::Bra { to: 0 }
             }
             "ret" => Op::Ret,
+            "trap" => Op::Trap,
             other => return Err(bad(self.line, format!("the instruction {other} (not one the emitter writes)"))),
         };
         if parts.contains(&"ftz") || parts.contains(&"approx") || parts.contains(&"full") || parts[0] == "fma" {
@@ -397,8 +488,9 @@ pub fn parse(text: &str) -> Result<Program, SimError> {
             continue;
         }
         if let Some(rest) = line.strip_prefix(".visible .entry ") {
-            entry = Some(rest.trim_end_matches('(').to_owned());
-            in_params = true;
+            // `name(` opens a parameter list on the lines after; `name()` has none.
+            in_params = !rest.ends_with("()");
+            entry = Some(rest.trim_end_matches("()").trim_end_matches('(').to_owned());
             continue;
         }
         if in_params {
