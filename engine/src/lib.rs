@@ -79,10 +79,14 @@ pub fn discover() -> Inventory {
 pub fn discover_with(options: Options) -> Inventory {
     let tile_deadline = options.tile_deadline;
     let mut inventory = Inventory::default();
-    let cuda = if options.cuda { cuda_backend::discover(options.forms, options.whole_bytes) } else { Found::default() };
+    let cuda = if options.cuda {
+        unpanicked("cuda", || cuda_backend::discover(options.forms, options.whole_bytes))
+    } else {
+        Found::default()
+    };
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
-    let gpus = wgpu_backend::discover(&cuda.served, options.forms, options.whole_bytes);
+    let gpus = unpanicked("wgpu", || wgpu_backend::discover(&cuda.served, options.forms, options.whole_bytes));
     inventory.notes.extend(gpus.notes);
 
     let mut backends: Vec<Box<dyn Backend>> = cuda.devices;
@@ -96,6 +100,26 @@ pub fn discover_with(options: Options) -> Inventory {
     }
     inventory.devices = backends.into_iter().map(|b| owner::spawn_with(b, tile_deadline)).collect();
     inventory
+}
+
+/// One backend's discovery, which never takes the program down: a panic in a driver binding
+/// (cudarc reading what a driver wrote, a wgpu backend) leaves that backend out, with a note.
+fn unpanicked(backend: &str, discover: impl FnOnce() -> Found) -> Found {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(discover)) {
+        Ok(found) => found,
+        Err(panic) => Found {
+            notes: vec![format!(
+                "{backend}: skipped: its driver binding panicked while finding devices ({}); the other devices are served",
+                panic_words(&*panic).unwrap_or_else(|| "no words".to_owned())
+            )],
+            ..Found::default()
+        },
+    }
+}
+
+/// What a panic said, where it said it in words.
+pub(crate) fn panic_words(panic: &(dyn std::any::Any + Send)) -> Option<String> {
+    panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
 }
 
 /// Discovery's result for one backend.

@@ -116,7 +116,10 @@ impl Core {
         });
         match reloaded {
             Ok(()) => {
-                tracing::warn!(device = %device, "device back in service after: {}", self.lost.take().unwrap_or_default());
+                // Taken outside the log line: tracing does not evaluate the arguments of a line no
+                // subscriber takes, and a program without one would keep the device out forever.
+                let was = self.lost.take().unwrap_or_default();
+                tracing::warn!(device = %device, "device back in service after: {was}");
                 self.next_wait = RECOVER_FIRST;
             }
             Err(why) => tracing::warn!(device = %device, "device still out of service: {why}"),
@@ -172,11 +175,7 @@ impl Core {
                 result
             }
             Err(panic) => {
-                let reason = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_else(|| "the driver wrapper panicked".to_owned());
+                let reason = crate::panic_words(&*panic).unwrap_or_else(|| "the driver wrapper panicked".to_owned());
                 tracing::error!("device lost: {reason}");
                 self.lost = Some(reason.clone());
                 Err(self.gone(&reason))

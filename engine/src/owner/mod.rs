@@ -249,8 +249,18 @@ impl DeviceHandle {
         Some(result)
     }
 
-    /// The device with fresh memory figures.
+    /// The device as discovered, with why it is out of service, while it is: answered here, since
+    /// the owner may be busy trying to bring it back (a driver that hangs never hangs status).
+    fn status_while_lost(&self) -> Option<DeviceInfo> {
+        let reason = self.out_of_service()?;
+        Some(DeviceInfo { lost: Some(reason), memory_free: None, ..(*self.info).clone() })
+    }
+
+    /// The device with fresh memory figures; while it is out of service, at once, with why.
     pub async fn status(&self) -> Result<DeviceInfo, EngineError> {
+        if let Some(info) = self.status_while_lost() {
+            return Ok(info);
+        }
         self.send(Command::Status)?.await.map_err(|_| self.lost())
     }
 
@@ -266,6 +276,9 @@ impl DeviceHandle {
 
     /// [`status`](Self::status) for callers outside an async runtime.
     pub fn status_blocking(&self) -> Result<DeviceInfo, EngineError> {
+        if let Some(info) = self.status_while_lost() {
+            return Ok(info);
+        }
         self.send(Command::Status)?.blocking_recv().map_err(|_| self.lost())
     }
 

@@ -20,6 +20,9 @@ struct Script {
     late_next_run: Arc<AtomicBool>,
     /// The threads tiles ran on, by name.
     ran_on: Arc<Mutex<Vec<String>>>,
+    /// Set while a try to bring the device back runs; the try ends once `release` is set.
+    recovering: Arc<AtomicBool>,
+    release: Arc<AtomicBool>,
 }
 
 struct Recorder {
@@ -62,6 +65,14 @@ impl Backend for Recorder {
     }
     fn any_thread(&self) -> bool {
         self.script.any_thread
+    }
+    fn recover(&mut self) -> Result<(), String> {
+        self.script.recovering.store(true, Ordering::SeqCst);
+        while !self.script.release.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.script.recovering.store(false, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -189,4 +200,27 @@ fn a_tile_past_its_deadline_on_its_callers_thread_takes_the_device_out_of_servic
     let script = Script { any_thread: true, ..Script::default() };
     script.late_next_run.store(true, Ordering::SeqCst);
     goes_wrong_on_the_callers_thread(&script, "tile deadline");
+}
+
+/// Also: a device comes back in a program with no tracing subscriber (the reason it was out of
+/// service was once taken inside a log line, which tracing never evaluated there).
+#[test]
+fn status_answers_while_the_owner_is_busy_bringing_the_device_back() {
+    let script = Script::default();
+    script.late_next_run.store(true, Ordering::SeqCst);
+    let (handle, _) = recorder_with(script.clone());
+    let id = handle.load_blocking(block()).expect("loads");
+    handle.run_blocking(job(id)).expect_err("the tile runs past its deadline");
+    while !script.recovering.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = handle.status_blocking().expect("status answers");
+    assert!(script.recovering.load(Ordering::SeqCst), "status answered while the try was still going on");
+    assert!(status.lost.is_some_and(|lost| lost.contains("tile deadline")), "status says why");
+    assert_eq!(status.memory_free, None, "a lost device reports no memory");
+    script.release.store(true, Ordering::SeqCst);
+    while handle.out_of_service().is_some() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(handle.status_blocking().expect("status").lost.is_none(), "back in service");
 }
