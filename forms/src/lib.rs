@@ -25,6 +25,7 @@ pub mod ptx;
 pub mod rust;
 mod spirv;
 pub mod subset;
+mod symbol;
 
 pub use abi::{ArrayBinding, Interface};
 pub use check::{Binding, admit_spirv, bindings, check_spirv};
@@ -33,6 +34,7 @@ pub use exact::CANONICAL_NAN;
 pub use guard::{CUT_LOOP, CUT_SUBNORMAL};
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, float_controls, no_contraction};
 pub use subset::Location;
+pub use symbol::entry_symbol;
 
 use naga::back::{msl, spv};
 use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
@@ -277,12 +279,31 @@ impl Kernel {
     fn msl_here(&self) -> Result<String, FormsError> {
         let options =
             msl::Options { lang_version: (2, 4), bounds_check_policies: bounds_checks(), ..msl::Options::default() };
+        // The kernel is named by the one rule every loader follows (`entry_symbol`).
+        let symbol = entry_symbol(&self.entry);
+        let mut renamed = None;
+        if symbol != self.entry {
+            let mut module = self.module.clone();
+            for ep in module.entry_points.iter_mut().filter(|ep| ep.name == self.entry) {
+                ep.name.clone_from(&symbol);
+            }
+            renamed = Some(module);
+        }
+        let module = renamed.as_ref().unwrap_or(&self.module);
         let pipeline = msl::PipelineOptions {
-            entry_point: Some((naga::ShaderStage::Compute, self.entry.clone())),
+            entry_point: Some((naga::ShaderStage::Compute, symbol.clone())),
             ..msl::PipelineOptions::default()
         };
-        let (text, _) = unpanicked("writing MSL", || msl::write_string(&self.module, &self.info, &options, &pipeline))?
+        let (text, written) = unpanicked("writing MSL", || msl::write_string(module, &self.info, &options, &pipeline))?
             .map_err(|e| FormsError::Msl(e.to_string()))?;
+        match written.entry_point_names.first() {
+            Some(Ok(name)) if *name == symbol => {}
+            other => {
+                return Err(FormsError::Msl(format!(
+                    "naga named the kernel {other:?}, not {symbol}: another name in the kernel clashes with it; rename that one"
+                )));
+            }
+        }
         // wgpu compiles passthrough MSL with Metal's default options, which allow fast math:
         // the source asks for IEEE arithmetic itself (Metal 3.2; older compilers ignore these).
         Ok(format!("#pragma METAL fp math_mode(safe)\n#pragma METAL fp contract(off)\n{text}"))
@@ -351,7 +372,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let (ops, decorated) = spirv::count_float_ops_and_decorations(&forms.spirv);
         assert!(ops >= 4, "expected the kernel's float operations, found {ops}");
         assert_eq!(ops, decorated);
-        assert!(forms.msl.contains("kernel void main_"));
+        // `main` is a keyword to the MSL writer: every text form names the kernel by the one rule.
+        assert!(forms.msl.contains("kernel void xc_main_k("), "{}", forms.msl);
+        assert!(forms.ptx.contains(".entry xc_main_k("), "{}", forms.ptx);
     }
 
     #[test]

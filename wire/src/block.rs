@@ -89,6 +89,19 @@ pub struct BlockDesc {
     pub forms: Forms,
 }
 
+/// The longest entry point name a block may have, in bytes.
+pub const MAX_ENTRY_BYTES: usize = 255;
+
+/// Whether `entry` is an ASCII identifier that every form can name its kernel after (each text
+/// form by the one rule of `xcd_forms::entry_symbol`): `[A-Za-z_][A-Za-z0-9_]*`, not `_` alone.
+pub fn is_entry_name(entry: &str) -> bool {
+    let mut chars = entry.chars();
+    entry.len() <= MAX_ENTRY_BYTES
+        && entry != "_"
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A block's content address: the SHA-256 of its canonical description.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BlockId(#[serde(with = "hex_bytes")] pub [u8; 32]);
@@ -131,6 +144,16 @@ pub enum DescError {
     /// A block with no form at all.
     #[error("block {0} carries no kernel form")]
     NoForms(String),
+    /// An entry point name that is not an ASCII identifier: PTX and drivers take no other.
+    #[error(
+        "block {name}: its entry point {entry:?} is not an ASCII identifier (letters, digits and _, not starting with a digit, at most {MAX_ENTRY_BYTES} bytes): rename the kernel's function"
+    )]
+    EntryName {
+        /// Block name.
+        name: String,
+        /// The entry point given (shortened when long).
+        entry: String,
+    },
     /// A NUL byte in the entry point's name or a text form (a driver takes them as C strings).
     #[error("block {name}: its {what} holds a NUL byte; names and kernel text are NUL-free UTF-8")]
     NulByte {
@@ -173,6 +196,10 @@ impl BlockDesc {
         ];
         if let Some((what, _)) = texts.iter().find(|(_, text)| text.is_some_and(|t| t.contains('\0'))) {
             return Err(DescError::NulByte { name: name(), what });
+        }
+        if !is_entry_name(&self.entry) {
+            let entry = self.entry.chars().take(64).collect();
+            return Err(DescError::EntryName { name: name(), entry });
         }
         Ok(())
     }
@@ -284,6 +311,21 @@ mod tests {
             e.to_string(),
             "block copy: its PTX form holds a NUL byte; names and kernel text are NUL-free UTF-8"
         );
+    }
+
+    #[test]
+    fn entry_points_are_ascii_identifiers() {
+        for good in ["main", "flip", "_step", "blur2", "a__b", "WARP_SZ", "trap"] {
+            let mut d = desc();
+            d.entry = good.into();
+            assert_eq!(d.validate(), Ok(()), "{good}");
+        }
+        for bad in ["résumé", "2pass", "_", "a-b", "a b", "k()", &"k".repeat(MAX_ENTRY_BYTES + 1)] {
+            let mut d = desc();
+            d.entry = bad.into();
+            let e = d.validate().expect_err(bad);
+            assert!(e.to_string().contains("is not an ASCII identifier"), "{e}");
+        }
     }
 
     #[test]

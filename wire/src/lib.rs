@@ -31,7 +31,9 @@ pub mod rope;
 pub mod tile;
 pub mod trace;
 
-pub use block::{Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, ParamKind, ParamSpec};
+pub use block::{
+    Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, MAX_ENTRY_BYTES, ParamKind, ParamSpec, is_entry_name,
+};
 pub use device::{BackendKind, DeviceInfo, pci_address};
 pub use forms::{FormKind, Forms};
 pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};

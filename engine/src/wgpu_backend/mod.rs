@@ -154,6 +154,15 @@ pub struct WgpuDevice {
     floats: FloatControls,
 }
 
+/// A block's shader module as a device takes it.
+struct Shader {
+    module: wgpu::ShaderModule,
+    /// Whether it carries the loop-cut word's binding.
+    guarded: bool,
+    /// The kernel's name in it: the block's entry, or for MSL the text forms' name for it.
+    entry: String,
+}
+
 /// A loaded block on one device.
 struct Kernel {
     pipeline: wgpu::ComputePipeline,
@@ -215,8 +224,8 @@ impl WgpuDevice {
         })
     }
 
-    /// The shader module for a block, and whether it carries the loop-cut word.
-    fn module(&self, desc: &BlockDesc) -> Result<(wgpu::ShaderModule, bool), EngineError> {
+    /// The shader module for a block, whether it carries the loop-cut word, and its kernel's name.
+    fn module(&self, desc: &BlockDesc) -> Result<Shader, EngineError> {
         let device = &self.info.id;
         let source = crate::forms::source(device, self.info.backend, desc, self.policy)?;
         let failed = |e| crate::forms::write_failed(device, desc, e);
@@ -243,8 +252,10 @@ impl WgpuDevice {
             _ => (None, None),
         };
         if self.passthrough && (spirv.is_some() || msl.is_some()) {
+            // SPIR-V names the kernel as the block does; MSL by the one rule of the text forms.
+            let entry_name = if msl.is_some() { xcd_forms::entry_symbol(&desc.entry) } else { desc.entry.clone() };
             let entry = wgpu::wgt::PassthroughShaderEntryPoint {
-                name: Cow::Borrowed(desc.entry.as_str()),
+                name: Cow::Owned(entry_name.clone()),
                 workgroup_size: (WORKGROUP_SIZE, 1, 1),
             };
             let source = wgpu::ShaderModuleDescriptorPassthrough {
@@ -261,16 +272,17 @@ impl WgpuDevice {
             // that the pipeline layout below is built from. Under -trust-forms it is the
             // program's own form, as the operator chose (docs/security.md).
             let module = unsafe { self.device.create_shader_module_passthrough(source) };
-            return Ok((module, guarded));
+            return Ok(Shader { module, guarded, entry: entry_name });
         }
         match desc.forms.wgsl.as_deref() {
-            Some(wgsl) => Ok((
-                self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            Some(wgsl) => Ok(Shader {
+                module: self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(&desc.name),
                     source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(wgsl)),
                 }),
-                false,
-            )),
+                guarded: false,
+                entry: desc.entry.clone(),
+            }),
             None => Err(EngineError::NoForm {
                 device: self.info.id.clone(),
                 block: desc.name.clone(),
@@ -372,7 +384,7 @@ impl Backend for WgpuDevice {
     fn load(&mut self, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
         let fail =
             |reason: String| EngineError::Load { device: self.info.id.clone(), block: desc.name.clone(), reason };
-        let (module, guarded) = self.module(desc)?;
+        let Shader { module, guarded, entry } = self.module(desc)?;
         let entries = layout_entries(desc, guarded);
         let (pipeline, layout) = self.scoped(
             SLOT_BYTES,
@@ -390,7 +402,7 @@ impl Backend for WgpuDevice {
                     label: Some(&desc.name),
                     layout: Some(&pipeline_layout),
                     module: &module,
-                    entry_point: Some(&desc.entry),
+                    entry_point: Some(&entry),
                     compilation_options: Default::default(),
                     cache: None,
                 });

@@ -226,7 +226,7 @@ pub fn write(module: &Module, entry: &str) -> Result<String, FormsError> {
     let params = w.prologue()?;
     flow::private_variables(&mut w)?;
     flow::entry(&mut w, &ep.function)?;
-    Ok(w.finish(entry, &params))
+    Ok(w.finish(&crate::entry_symbol(entry), &params))
 }
 
 impl Writer<'_> {
