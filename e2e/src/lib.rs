@@ -1,16 +1,20 @@
 //! The harness for tests that look at the whole repository or start its programs as real
 //! processes: finding the repository and its files, running a daemon ([`Daemon`]) as a real
-//! process, a real headless browser ([`browser::Browser`]), and a delaying, stalling TCP relay
-//! ([`relay::Relay`]). It must not depend on the crates under test, so it sees them only as a user
+//! process, a real headless browser ([`browser::Browser`]), a delaying, stalling TCP relay
+//! ([`relay::Relay`]), and the stand-in CUDA driver library ([`FakeCuda`]). It must not depend on the crates under test, so it sees them only as a user
 //! (or a reviewer) would: through their binaries, HTTP and files.
 #![forbid(unsafe_code)]
 
 pub mod browser;
 pub mod daemon;
+#[cfg(target_os = "linux")]
+pub mod fakecuda;
 pub mod netns;
 pub mod relay;
 
 pub use daemon::{Daemon, DaemonBuilder, client, curl, nimby_range_holding_now};
+#[cfg(target_os = "linux")]
+pub use fakecuda::FakeCuda;
 pub use netns::NetPair;
 
 use std::path::{Path, PathBuf};
