@@ -1,15 +1,21 @@
-//! CUDA discovery against a stand-in for NVIDIA's driver library (`tests/fake/libcuda.c`, built
-//! here with the C compiler), found by `xcrun devices` through `LD_LIBRARY_PATH` as the real one
-//! would be: the toolkit's stub is named for what it is, a card too old for xcd's PTX is said
-//! to be, and identical cards in different slots get ids of their own. This machine has no
-//! NVIDIA GPU; scripts/gpu-check checks the real driver where there is one.
+//! CUDA discovery against stand-ins for NVIDIA's driver library, found by `xcrun devices` through
+//! `LD_LIBRARY_PATH` as the real one would be. The stand-in driver (`fakecuda/`, built by cargo)
+//! plays an R535 driver (CUDA 12.2, no `cuCtxCreate_v4`) whose two identical H200s are served,
+//! and, as `FAKE_CUDA*` say, the toolkit's stub, Maxwell cards too old for xcd's PTX, a driver
+//! too old for xcd, GPUs in the Prohibited compute mode, and a driver whose answer makes cudarc
+//! panic. `tests/fake/libcuda.c`, built here with the C compiler, is a library that lacks entry
+//! points xcd calls. In every case `xcrun devices` lists what it can and says why the rest is
+//! missing, and never panics. This machine has no NVIDIA GPU; scripts/gpu-check checks the real
+//! driver where there is one.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
-/// Builds the stand-in as `libcuda.so` in `dir`.
-fn build(dir: &Path) {
+use xcd_e2e::FakeCuda;
+
+/// Builds `tests/fake/libcuda.c` as `libcuda.so` in `dir`.
+fn build_foreign(dir: &Path) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/libcuda.c");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
@@ -21,34 +27,52 @@ fn build(dir: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// `xcrun devices` with the stand-in answering as `mode` says; its standard error.
-fn devices(dir: &Path, mode: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_xcrun"))
-        .arg("devices")
-        .env("LD_LIBRARY_PATH", dir)
-        .env("FAKE_CUDA", mode)
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .output()
-        .expect("xcrun starts");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// `xcrun devices ARGS` with the driver library in `dir`, and `FAKE_CUDA*` as `env` says.
+fn devices_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xcrun"));
+    command.arg("devices").args(args).env("LD_LIBRARY_PATH", dir).env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().expect("xcrun starts");
+    assert!(out.status.success(), "xcrun devices failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// `xcrun devices`' standard output and error with the stand-in driver set as `env` says.
+fn devices(fake: &FakeCuda, env: &[(&str, &str)]) -> (String, String) {
+    let out = devices_in(fake.dir(), &[], env);
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
-fn cuda_discovery_says_what_it_found() {
-    let dir = tempfile::tempdir().expect("a folder");
-    build(dir.path());
+fn an_r535_driver_serves_its_gpus_named_apart() {
+    let fake = FakeCuda::install();
+    let (stdout, stderr) = devices(&fake, &[]);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cuda ")).collect();
+    assert_eq!(rows.len(), 2, "two H200s served through CUDA: {stdout}\n{stderr}");
+    assert!(rows.iter().all(|r| r.contains("NVIDIA H200") && r.contains("141.0 GiB")), "{stdout}");
+    assert!(!stdout.contains("llvmpipe"), "the software device is not served beside a GPU: {stdout}");
+    let json = devices_in(fake.dir(), &["--json"], &[]);
+    let inventory: Vec<xcd_wire::DeviceInfo> = serde_json::from_slice(&json.stdout).expect("a JSON inventory");
+    let ids: Vec<&str> =
+        inventory.iter().filter(|d| d.backend == xcd_wire::BackendKind::Cuda).map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["cuda:NVIDIA H200 @0000:1b:00.0", "cuda:NVIDIA H200 @0000:43:00.0"]);
+}
 
-    let stub = devices(dir.path(), "stub");
-    let folder = dir.path().display().to_string();
+#[test]
+fn drivers_that_serve_nothing_say_why() {
+    let fake = FakeCuda::install();
+    let (_, stub) = devices(&fake, &[("FAKE_CUDA", "stub")]);
+    let folder = fake.dir().display().to_string();
     assert!(
         stub.contains(&format!(
             "cuda: the libcuda.so found first ({folder}/libcuda.so) is the CUDA toolkit's stub, which runs nothing: take {folder} off LD_LIBRARY_PATH"
         )),
         "{stub}"
     );
-
-    let old = devices(dir.path(), "old");
+    let (_, old) = devices(&fake, &[("FAKE_CUDA", "old")]);
     for ordinal in 0..2 {
         assert!(
             old.contains(&format!(
@@ -57,14 +81,65 @@ fn cuda_discovery_says_what_it_found() {
             "{old}"
         );
     }
+    let (stdout, r470) = devices(&fake, &[("FAKE_CUDA_VERSION", "11040")]);
+    assert!(
+        r470.contains(
+            "cuda: skipped: the driver supports CUDA 11.4 and xcd needs CUDA 12.0 (driver 525) or newer: update the NVIDIA driver"
+        ),
+        "{r470}"
+    );
+    assert!(!stdout.contains("cuda "), "{stdout}");
+    let (_, prohibited) = devices(&fake, &[("FAKE_CUDA_COMPUTE_MODE", "2")]);
+    assert!(
+        prohibited.contains(
+            "cuda: device 1 (NVIDIA H200) is in the Prohibited compute mode, so no program may make a context on it"
+        ),
+        "{prohibited}"
+    );
+}
 
-    let twins = devices(dir.path(), "twins");
-    for slot in ["1b", "43"] {
-        assert!(
-            twins.contains(&format!(
-                "xcrun: cuda:NVIDIA H200 @0000:{slot}:00.0: cannot be opened (DriverError(CUDA_ERROR_OPERATING_SYSTEM"
-            )),
-            "{twins}"
-        );
-    }
+#[test]
+fn a_panic_in_the_driver_binding_is_a_line_and_the_other_devices_serve() {
+    let fake = FakeCuda::install();
+    let (stdout, stderr) = devices(&fake, &[("FAKE_CUDA", "unterminated")]);
+    assert!(
+        stderr.contains("cuda: skipped: its driver binding panicked while finding devices (No null byte was present"),
+        "{stderr}"
+    );
+    assert!(stdout.lines().any(|l| l.starts_with("cpu ")), "the CPU still serves: {stdout}");
+}
+
+#[test]
+fn a_library_without_the_entry_points_xcd_calls_is_named_not_called() {
+    let dir = tempfile::tempdir().expect("a folder");
+    build_foreign(dir.path());
+    let out = devices_in(dir.path(), &[], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cuda: skipped: the driver library (libcuda) lacks cuDriverGetVersion, cuGetErrorName, cuGetErrorString, cuDeviceGetName and"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("install NVIDIA's driver 525 or newer"), "{stderr}");
+}
+
+/// The stand-in exports exactly the entry points xcd checks for (`ENTRY_POINTS`): with every
+/// path of the backend run against it (here, `engine/tests/cuda_hardware.rs`,
+/// `examples/escape/tests/cuda.rs`), a call to an entry point missing from the list would fail
+/// there (cudarc panics on a missing symbol), so the list is what xcd calls.
+#[test]
+fn the_stand_in_exports_exactly_the_entry_points_xcd_checks_for() {
+    let fake = FakeCuda::install();
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(fake.dir().join("libcuda.so"))
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut exported: Vec<&str> =
+        text.lines().filter_map(|l| l.split_whitespace().last()).filter(|name| name.starts_with("cu")).collect();
+    exported.sort_unstable();
+    let mut listed = xcd_engine::cuda_backend::ENTRY_POINTS.to_vec();
+    listed.sort_unstable();
+    assert_eq!(exported, listed);
 }

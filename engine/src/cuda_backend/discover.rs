@@ -1,6 +1,7 @@
-//! Finding CUDA devices: the driver library, each GPU's name, PCI address and compute capability
-//! (asked without making a context), and which GPUs the PTX xcd-forms writes can run on. Owns the
-//! notes that say why a GPU is not served; opening a device is the parent module's.
+//! Finding CUDA devices: the driver library (it must have every entry point xcd calls, and be a
+//! CUDA 12 driver), each GPU's name, PCI address, compute capability and compute mode (asked
+//! without making a context), and which GPUs the PTX xcd-forms writes can run on. Owns the notes
+//! that say why a GPU is not served; opening a device is the parent module's.
 
 use std::path::PathBuf;
 
@@ -8,6 +9,57 @@ use cudarc::driver::sys::{CUdevice_attribute, CUresult};
 use cudarc::driver::{CudaContext, DriverError, result};
 use xcd_wire::device::Found as Naming;
 use xcd_wire::{BackendKind, DeviceInfo};
+
+/// Every driver entry point the CUDA backend calls, itself or through cudarc. cudarc looks each
+/// name up at its first call and panics when the library lacks it, so a library without all of
+/// them is not used ([`missing_entry_points`]). Each is in every driver since CUDA 11.2; the
+/// stand-in driver (`fakecuda/`) exports exactly these, and its tests run every path of the
+/// backend, so a call to any other fails there first.
+pub const ENTRY_POINTS: [&str; 36] = [
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceGetPCIBusId",
+    "cuDeviceGetDefaultMemPool",
+    "cuMemPoolTrimTo",
+    "cuCtxCreate_v2",
+    "cuCtxDestroy_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuMemGetInfo_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemsetD8Async",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuModuleLoadData",
+    "cuModuleLoadDataEx",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuLaunchKernel",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventDestroy_v2",
+];
+
+/// The oldest driver xcd uses, as `cuDriverGetVersion` tells it: CUDA 12.0 (Linux driver 525).
+pub const OLDEST_DRIVER: i32 = 12000;
+
+/// `CU_COMPUTEMODE_PROHIBITED` and `CU_COMPUTEMODE_EXCLUSIVE_PROCESS`.
+const PROHIBITED: i32 = 2;
+const EXCLUSIVE_PROCESS: i32 = 3;
 
 /// What the driver tells of one GPU before a context is made on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +73,8 @@ pub(crate) struct Gpu {
     pub(crate) capability: (u32, u32),
     /// Device memory, in bytes.
     pub(crate) total: u64,
+    /// Whether it is in exclusive-process compute mode: one context at a time on it.
+    pub(crate) exclusive: bool,
 }
 
 /// The GPUs this process may use, named apart ([`DeviceInfo::ids`]), or the notes that say why
@@ -34,6 +88,11 @@ pub(crate) fn gpus() -> (Vec<(Gpu, String)>, Vec<String>) {
         notes.push(format!("cuda: no CUDA driver ({library} not found)"));
         return (Vec::new(), notes);
     }
+    let missing = missing_entry_points();
+    if !missing.is_empty() {
+        notes.push(missing_note(&missing));
+        return (Vec::new(), notes);
+    }
     let count = match CudaContext::device_count() {
         Ok(count) => count,
         Err(DriverError(CUresult::CUDA_ERROR_STUB_LIBRARY)) => {
@@ -45,12 +104,17 @@ pub(crate) fn gpus() -> (Vec<(Gpu, String)>, Vec<String>) {
             return (Vec::new(), notes);
         }
     };
+    if let Some(note) = driver_too_old() {
+        notes.push(note);
+        return (Vec::new(), notes);
+    }
     let oldest = oldest_capability();
     let mut usable = Vec::new();
     for ordinal in 0..count.max(0) as usize {
         match about(ordinal) {
-            Ok(gpu) if gpu.capability < oldest => notes.push(too_old_note(&gpu, oldest)),
-            Ok(gpu) => usable.push(gpu),
+            Ok((gpu, PROHIBITED)) => notes.push(prohibited_note(&gpu)),
+            Ok((gpu, _)) if gpu.capability < oldest => notes.push(too_old_note(&gpu, oldest)),
+            Ok((gpu, _)) => usable.push(gpu),
             Err(e) => notes.push(format!("cuda: device {ordinal} cannot be asked about ({e})")),
         }
     }
@@ -62,14 +126,71 @@ pub(crate) fn gpus() -> (Vec<(Gpu, String)>, Vec<String>) {
     (usable.into_iter().zip(ids).collect(), notes)
 }
 
-/// Asks the driver about one GPU, without a context.
-fn about(ordinal: usize) -> Result<Gpu, DriverError> {
+/// The entry points of [`ENTRY_POINTS`] that the driver library lacks.
+fn missing_entry_points() -> Vec<&'static str> {
+    // SAFETY: the library was found just before; looking a name up runs none of its code.
+    let library = unsafe { cudarc::driver::sys::culib() };
+    // SAFETY: as above: the symbol is only looked up, never called.
+    ENTRY_POINTS.iter().copied().filter(|name| unsafe { library.get::<*const ()>(name.as_bytes()) }.is_err()).collect()
+}
+
+fn missing_note(missing: &[&str]) -> String {
+    let listed = if missing.len() > 4 {
+        format!("{} and {} more", missing[..4].join(", "), missing.len() - 4)
+    } else {
+        missing.join(", ")
+    };
+    format!(
+        "cuda: skipped: the driver library (libcuda) lacks {listed}, which xcd calls: it is not NVIDIA's driver, or older than CUDA {}; install NVIDIA's driver {} or newer (its GPUs are served through Vulkan meanwhile)",
+        version_words(OLDEST_DRIVER),
+        linux_driver(OLDEST_DRIVER)
+    )
+}
+
+/// `12020` as `12.2`.
+pub(crate) fn version_words(version: i32) -> String {
+    format!("{}.{}", version / 1000, version % 1000 / 10)
+}
+
+/// The first Linux driver branch of a CUDA version, as NVIDIA's release notes give it.
+fn linux_driver(version: i32) -> &'static str {
+    if version >= 12000 { "525" } else { "450" }
+}
+
+/// The note for a driver older than [`OLDEST_DRIVER`], if it is.
+fn driver_too_old() -> Option<String> {
+    let mut version = 0;
+    // SAFETY: the driver writes its version into `version`.
+    let told = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    if told != CUresult::CUDA_SUCCESS {
+        return Some(format!("cuda: skipped: the driver does not tell its version ({told:?})"));
+    }
+    (version < OLDEST_DRIVER).then(|| {
+        format!(
+            "cuda: skipped: the driver supports CUDA {} and xcd needs CUDA {} (driver {}) or newer: update the NVIDIA driver (its GPUs are served through Vulkan meanwhile)",
+            version_words(version),
+            version_words(OLDEST_DRIVER),
+            linux_driver(OLDEST_DRIVER)
+        )
+    })
+}
+
+fn prohibited_note(gpu: &Gpu) -> String {
+    format!(
+        "cuda: device {} ({}) is in the Prohibited compute mode, so no program may make a context on it: it is not served (as root, `nvidia-smi -i {} -c DEFAULT` allows it)",
+        gpu.ordinal, gpu.name, gpu.ordinal
+    )
+}
+
+/// Asks the driver about one GPU, without a context; with it, its compute mode.
+fn about(ordinal: usize) -> Result<(Gpu, i32), DriverError> {
     let device = result::device::get(ordinal as i32)?;
     let name = result::device::get_name(device)?;
     // SAFETY: `device` came from the driver just above.
     let attribute = |a| unsafe { result::device::get_attribute(device, a) };
     let major = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let mode = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)?;
     // SAFETY: as above.
     let total = unsafe { result::device::total_mem(device) }? as u64;
     let mut bus = [0u8; 32];
@@ -83,7 +204,8 @@ fn about(ordinal: usize) -> Result<Gpu, DriverError> {
                 .and_then(xcd_wire::pci_address)
         })
         .flatten();
-    Ok(Gpu { ordinal, name, pci_bus, capability: (major.max(0) as u32, minor.max(0) as u32), total })
+    let capability = (major.max(0) as u32, minor.max(0) as u32);
+    Ok((Gpu { ordinal, name, pci_bus, capability, total, exclusive: mode == EXCLUSIVE_PROCESS }, mode))
 }
 
 /// The compute capability of the `.target` a PTX text declares (`sm_60` → 6.0, `sm_90a` → 9.0).
@@ -155,8 +277,25 @@ mod tests {
         assert_eq!(too_new(".target sm_60", (9, 0)), None);
         let why = too_new(".target sm_90", (8, 0)).expect("too new for an A100");
         assert!(why.contains("sm_90, newer than this GPU (compute capability 8.0)") && why.contains("sm_80"), "{why}");
-        let gpu = Gpu { ordinal: 1, name: "Tesla M40".into(), pci_bus: None, capability: (5, 2), total: 12 << 30 };
+        let gpu = Gpu {
+            ordinal: 1,
+            name: "Tesla M40".into(),
+            pci_bus: None,
+            capability: (5, 2),
+            total: 12 << 30,
+            exclusive: false,
+        };
         let note = too_old_note(&gpu, (6, 0));
         assert!(note.contains("device 1 (Tesla M40) has compute capability 5.2"), "{note}");
+    }
+
+    #[test]
+    fn driver_versions_are_said_as_nvidia_says_them() {
+        assert_eq!(version_words(12020), "12.2");
+        assert_eq!(version_words(11040), "11.4");
+        assert_eq!(version_words(13000), "13.0");
+        let missing = missing_note(&["cuCtxCreate_v2", "cuInit", "cuMemAllocAsync", "cuLaunchKernel", "cuEventQuery"]);
+        assert!(missing.starts_with("cuda: skipped: the driver library (libcuda) lacks cuCtxCreate_v2, cuInit, cuMemAllocAsync, cuLaunchKernel and 1 more"), "{missing}");
+        assert!(missing.contains("older than CUDA 12.0; install NVIDIA's driver 525 or newer"), "{missing}");
     }
 }

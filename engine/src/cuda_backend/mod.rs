@@ -1,65 +1,66 @@
 //! NVIDIA devices through the CUDA driver API (cudarc), loaded at run time.
 //!
 //! The driver library is opened when discovery runs, never at link time, so the engine builds
-//! and runs where no CUDA is installed and reports "no CUDA driver" instead of failing. Kernels
-//! are PTX that xcd-forms writes from the block's WGSL (or, with `-trust-forms`, the block's own
-//! PTX), which the driver compiles for its GPU. Arguments follow the ABI of `docs/kernels.md`
+//! and runs where no CUDA is installed and reports "no CUDA driver" instead of failing; a library
+//! that lacks an entry point xcd calls, or a driver older than CUDA 12.0, is named and left alone
+//! (`discover`). Kernels are PTX that xcd-forms writes from the block's WGSL (or, with
+//! `-trust-forms`, the block's own PTX, whose parameter list is checked first: `signature`),
+//! which the driver compiles for its GPU. Arguments follow the ABI of `docs/kernels.md`
 //! ([`ptx_args`]): the tile header and parameters as 32-bit words by value, then for each array
 //! in binding order its pointer and its length in elements.
 //!
 //! Each device has a **context and a stream of its own** (not the process's primary context
-//! nor the legacy default stream), so several users of CUDA in one process (two `Par`s, or a
-//! program that also uses CUDA itself) never share buffers, modules or a queue, and bringing one
-//! device back destroys nothing of another's. Its buffers are held to a **byte budget**
-//! ([`crate::memory`]): the memory free when it was opened, less a reserve for the driver.
-//! **Bringing a device back** ([`Backend::recover`]) lets the old context go on a thread of its
-//! own (destroying it may wait for a kernel that never ends), makes a fresh one and runs the
-//! probe kernel on it, on another thread, waiting at most [`REOPEN_WAIT`]: a driver that hangs
-//! never hangs the device's owner thread, and a late answer is taken at the next try.
+//! nor the legacy default stream), made with `cuCtxCreate_v2`, which every driver has (`context`),
+//! so several users of CUDA in one process (two `Par`s, or a program that also uses CUDA itself)
+//! never share buffers, modules or a queue, and bringing one device back destroys nothing of
+//! another's. Discovery leaves the calling thread's current context as it found it. Its buffers
+//! are held to a **byte budget** ([`crate::memory`]): the memory free when it was opened, less a
+//! reserve for the driver. **Bringing a device back** ([`Backend::recover`]) lets the old context
+//! go on a thread of its own (destroying it may wait for a kernel that never ends) after the
+//! owner thread has stopped holding it current, then makes a fresh one and runs the probe kernel
+//! on it, on another thread (`recover`): a driver that hangs never holds the owner thread more
+//! than a few seconds, and a try it never answers is given up and another made.
 //!
-//! Layout: `discover` (the library, each GPU's facts and name, compute capability), `run` (a
-//! tile's buffers, launch and wait), `outcome` (what a driver error means).
+//! Layout: `discover` (the library, each GPU's facts, compute capability and mode), `context`
+//! (the raw driver calls: contexts, the current one, the memory pool, the JIT's log), `live`
+//! (a device's context and what is made on it), `recover` (the tries to bring a device back),
+//! `run` (a tile's buffers, launch and wait), `signature` (a PTX entry's parameters against the
+//! ABI), `outcome` (what a driver error means).
 #![allow(unsafe_code)]
 
+mod context;
 mod discover;
+mod live;
 mod outcome;
+mod recover;
 mod run;
+mod signature;
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::Duration;
-
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError};
 use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo};
 
-pub use discover::ptx_target;
-use discover::{Gpu, too_new};
+use discover::Gpu;
+pub use discover::{ENTRY_POINTS, OLDEST_DRIVER, ptx_target};
+use live::{Live, open_failure};
+pub use recover::{MOST_ABANDONED, REOPEN_GIVE_UP, REOPEN_WAIT};
 pub use run::{PtxArg, THREADS, ptx_args};
 
 use crate::forms::{FormPolicy, Source};
-use crate::memory::Memory;
 use crate::{Backend, EngineError, Found, Served, TileJob, TileOutput};
 
-/// How long the owner thread waits for a fresh context and its probe when bringing a device
-/// back; past that the try goes on by itself and the next try takes its answer.
-pub const REOPEN_WAIT: Duration = Duration::from_secs(20);
-
 /// The PTX a CUDA device loads for a block under `policy`: written by xcd-forms from the
-/// block's WGSL (or SPIR-V), or the block's own PTX when trusted.
+/// block's WGSL (or SPIR-V), or the block's own PTX when trusted; its entry's parameters are
+/// checked against the launch xcd makes either way.
 pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<String, EngineError> {
     let ptx = match crate::forms::source(device, BackendKind::Cuda, desc, policy)? {
         Source::Made(kernel) => kernel.ptx().map_err(|e| crate::forms::write_failed(device, desc, e))?,
         Source::Carried => desc.forms.ptx.clone().unwrap_or_default(),
     };
+    let refused = |reason: String| EngineError::Load { device: device.to_owned(), block: desc.name.clone(), reason };
     // cudarc panics on a NUL inside the text or the entry name; a carried form may hold one.
     if ptx.contains('\0') || desc.entry.contains('\0') {
-        return Err(EngineError::Load {
-            device: device.to_owned(),
-            block: desc.name.clone(),
-            reason: "its PTX or entry name contains a NUL byte".into(),
-        });
+        return Err(refused("its PTX or entry name contains a NUL byte".into()));
     }
+    signature::check(&ptx, &xcd_forms::entry_symbol(&desc.entry), desc).map_err(refused)?;
     Ok(ptx)
 }
 
@@ -67,6 +68,8 @@ pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<St
 pub(crate) fn discover(policy: FormPolicy, whole_bytes: u64) -> Found {
     let (gpus, notes) = discover::gpus();
     let mut found = Found { notes, ..Found::default() };
+    // Opening a device makes its context current on this thread: the caller's is put back.
+    let _keep = (!gpus.is_empty()).then(context::KeepCurrent::new);
     for (gpu, id) in gpus {
         let setup = Setup { gpu, id, policy, whole_bytes };
         match CudaDevice::open(setup) {
@@ -75,7 +78,7 @@ pub(crate) fn discover(policy: FormPolicy, whole_bytes: u64) -> Found {
                 found.served.push(Served { name: gpu.name.clone(), pci_bus: gpu.pci_bus.clone() });
                 found.devices.push(Box::new(device));
             }
-            Err((setup, e)) => found.notes.push(format!("{}: cannot be opened ({e})", setup.id)),
+            Err(note) => found.notes.push(note),
         }
     }
     found
@@ -96,74 +99,15 @@ pub struct CudaDevice {
     info: DeviceInfo,
     /// The context and what is made on it; `None` once let go, until brought back.
     live: Option<Live>,
-    /// A try to bring the device back that ran past [`REOPEN_WAIT`], still going.
-    pending: Option<mpsc::Receiver<Result<Live, String>>>,
-}
-
-/// A context of this process's own on the device, and everything made on it.
-struct Live {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    kernels: HashMap<BlockId, CudaFunction>,
-    memory: Memory<CudaSlice<u8>>,
-}
-
-/// Bytes of a device's free memory left to the driver (its own allocations, kernels' local
-/// memory): 256 MiB or 1/32 of the device, whichever is more.
-fn reserve(total: u64) -> u64 {
-    (256 << 20u64).max(total / 32)
-}
-
-impl Live {
-    /// A fresh context and stream on the GPU, with a budget of what is free less the reserve.
-    fn open(setup: &Setup) -> Result<Live, DriverError> {
-        let ctx = CudaContext::new_non_primary(setup.gpu.ordinal, 0)?;
-        // SAFETY: every buffer of this context is made, used and freed on its one stream, in
-        // order, so cudarc's events that order work between streams are not needed.
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream()?;
-        let free = ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(setup.gpu.total);
-        let budget = free.saturating_sub(reserve(setup.gpu.total));
-        Ok(Live { ctx, stream, kernels: HashMap::new(), memory: Memory::new(budget, setup.whole_bytes) })
-    }
-
-    /// Bytes free for work: what the driver says is free and what this device keeps, to its
-    /// budget.
-    fn free_for_work(&self) -> u64 {
-        let free = self.ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(0);
-        (free + self.memory.held()).min(self.memory.budget())
-    }
-
-    fn load(&mut self, setup: &Setup, id: BlockId, desc: &BlockDesc) -> Result<(), EngineError> {
-        let ptx = ptx_form(&setup.id, desc, setup.policy)?;
-        if let Some(reason) = too_new(&ptx, setup.gpu.capability) {
-            return Err(EngineError::Load { device: setup.id.clone(), block: desc.name.clone(), reason });
-        }
-        let fail = |e| outcome::load_error(&setup.id, &desc.name, e);
-        let module = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(fail)?;
-        let function = module.load_function(&desc.entry).map_err(fail)?;
-        self.kernels.insert(id, function);
-        Ok(())
-    }
-
-    /// Runs the probe ([`crate::probe`]): the check that a fresh context computes.
-    fn probe(mut self, setup: &Setup) -> Result<Live, String> {
-        let desc = crate::probe::block();
-        let job = crate::probe::job(&desc);
-        self.load(setup, job.block, &desc).map_err(|e| e.to_string())?;
-        crate::probe::check(self.run(setup, &desc, &job, crate::probe::DEADLINE))?;
-        self.kernels.remove(&job.block);
-        self.memory.forget(&job.block);
-        Ok(self)
-    }
+    /// The tries to bring the device back, while it is out of service.
+    reopening: recover::Reopening,
 }
 
 impl CudaDevice {
-    fn open(setup: Setup) -> Result<Self, (Setup, DriverError)> {
-        let live = match Live::open(&setup) {
-            Ok(live) => live,
-            Err(e) => return Err((setup, e)),
-        };
+    /// Opens the device; why not, as a note.
+    fn open(setup: Setup) -> Result<Self, String> {
+        let live = Live::open(&setup)
+            .map_err(|e| format!("{}: cannot be opened ({})", setup.id, open_failure(&setup.gpu, &e)))?;
         let gpu = &setup.gpu;
         let info = DeviceInfo {
             id: setup.id.clone(),
@@ -175,7 +119,7 @@ impl CudaDevice {
             max_buffer_bytes: live.memory.budget(),
             lost: None,
         };
-        Ok(CudaDevice { setup, info, live: Some(live), pending: None })
+        Ok(CudaDevice { setup, info, live: Some(live), reopening: recover::Reopening::default() })
     }
 
     /// The live context with what it is opened with, or why there is none.
@@ -187,29 +131,6 @@ impl CudaDevice {
             }
         }
     }
-
-    /// Starts a try to bring the device back on a thread of its own: the old context is let go
-    /// (on another thread: destroying it may wait for its kernel), a fresh one made and probed.
-    fn start_reopening(&mut self) -> mpsc::Receiver<Result<Live, String>> {
-        if let Some(old) = self.live.take() {
-            let spawned = std::thread::Builder::new().name("xc-cuda let go".into()).spawn(move || drop(old));
-            if let Err(e) = spawned {
-                tracing::warn!(device = %self.info.id, "the old context is kept, no thread to let it go: {e}");
-            }
-        }
-        let (tx, rx) = mpsc::channel();
-        let setup = self.setup.clone();
-        let spawned = std::thread::Builder::new().name("xc-cuda reopen".into()).spawn(move || {
-            let fresh = Live::open(&setup)
-                .map_err(|e| format!("a fresh context could not be made ({e})"))
-                .and_then(|live| live.probe(&setup));
-            let _ = tx.send(fresh);
-        });
-        if let Err(e) = spawned {
-            tracing::warn!(device = %self.info.id, "no thread to bring the device back: {e}");
-        }
-        rx
-    }
 }
 
 impl Backend for CudaDevice {
@@ -218,26 +139,15 @@ impl Backend for CudaDevice {
     }
 
     fn recover(&mut self) -> Result<(), String> {
-        let rx = match self.pending.take() {
-            Some(rx) => rx,
-            None => self.start_reopening(),
-        };
-        match rx.recv_timeout(REOPEN_WAIT) {
-            Ok(Ok(live)) => {
-                self.info.max_buffer_bytes = live.memory.budget();
-                self.live = Some(live);
-                Ok(())
-            }
-            Ok(Err(why)) => Err(why),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.pending = Some(rx);
-                Err(format!(
-                    "the driver gave no fresh context that runs a probe within {} s (the old kernel may still hold the GPU); the try goes on",
-                    REOPEN_WAIT.as_secs()
-                ))
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err("the thread bringing the device back stopped".into()),
+        if let Some(old) = self.live.take() {
+            live::let_go(old, &self.info.id);
         }
+        let live = self.reopening.step(&self.setup)?;
+        context::make_current(&live.ctx).map_err(|e| format!("the fresh context cannot be made current ({e})"))?;
+        self.info.max_buffer_bytes = live.memory.budget();
+        self.live = Some(live);
+        self.reopening = recover::Reopening::default();
+        Ok(())
     }
 
     fn memory_free(&mut self) -> Option<u64> {
@@ -249,7 +159,12 @@ impl Backend for CudaDevice {
         live.load(setup, id, desc)
     }
 
-    fn run(&mut self, desc: &BlockDesc, job: &TileJob, deadline: Duration) -> Result<TileOutput, EngineError> {
+    fn run(
+        &mut self,
+        desc: &BlockDesc,
+        job: &TileJob,
+        deadline: std::time::Duration,
+    ) -> Result<TileOutput, EngineError> {
         let (live, setup) = self.live()?;
         live.run(setup, desc, job, deadline)
     }

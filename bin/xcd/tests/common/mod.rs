@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)] // each test file uses its own share of these
 
+pub mod spin;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use xcd_e2e::{Daemon, DaemonBuilder};
