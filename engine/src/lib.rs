@@ -33,6 +33,8 @@ pub use forms::{FormPolicy, form_for, forms_taken, native_form};
 pub use job::{TileJob, TileOutput, WholeArray};
 pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
 
+use std::cell::{Cell, RefCell};
+
 /// Every device this machine can serve, and why others are absent.
 #[derive(Debug, Default)]
 pub struct Inventory {
@@ -102,18 +104,53 @@ pub fn discover_with(options: Options) -> Inventory {
     inventory
 }
 
+thread_local! {
+    /// Whether this thread is finding devices, and where a panic there happened: the panic hook
+    /// keeps the place here instead of printing it, since the note says it ([`unpanicked`]).
+    static DISCOVERING: Cell<bool> = const { Cell::new(false) };
+    static PANICKED_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Puts a panic hook before whatever hook the program has: a panic on a thread that is finding
+/// devices is kept quiet (its place noted for [`unpanicked`]), every other goes to the program's.
+fn quiet_while_discovering() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if DISCOVERING.with(Cell::get) {
+                let place = info.location().map(|l| {
+                    let file: Vec<&str> = l.file().rsplit('/').take(4).collect();
+                    format!("{}:{}", file.into_iter().rev().collect::<Vec<_>>().join("/"), l.line())
+                });
+                PANICKED_AT.with(|p| *p.borrow_mut() = place);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// One backend's discovery, which never takes the program down: a panic in a driver binding
-/// (cudarc reading what a driver wrote, a wgpu backend) leaves that backend out, with a note.
+/// (cudarc reading what a driver wrote, a wgpu backend) leaves that backend out, with a note that
+/// says what and where in place of the panic's own message.
 fn unpanicked(backend: &str, discover: impl FnOnce() -> Found) -> Found {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(discover)) {
+    quiet_while_discovering();
+    DISCOVERING.with(|d| d.set(true));
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(discover));
+    DISCOVERING.with(|d| d.set(false));
+    match found {
         Ok(found) => found,
-        Err(panic) => Found {
-            notes: vec![format!(
-                "{backend}: skipped: its driver binding panicked while finding devices ({}); the other devices are served",
-                panic_words(&*panic).unwrap_or_else(|| "no words".to_owned())
-            )],
-            ..Found::default()
-        },
+        Err(panic) => {
+            let words = panic_words(&*panic).unwrap_or_else(|| "no words".to_owned());
+            let place = PANICKED_AT.with(|p| p.borrow_mut().take()).map(|at| format!(" at {at}")).unwrap_or_default();
+            Found {
+                notes: vec![format!(
+                    "{backend}: skipped: its driver binding panicked while finding devices ({words}{place}); the other devices are served"
+                )],
+                ..Found::default()
+            }
+        }
     }
 }
 

@@ -65,6 +65,12 @@ impl<B> Memory<B> {
         self.budget
     }
 
+    /// Raises the budget to `bytes` where that is more: the device has more room than when its
+    /// budget was set (an old context's memory given back).
+    pub(crate) fn grow_budget(&mut self, bytes: u64) {
+        self.budget = self.budget.max(bytes);
+    }
+
     /// Bytes held now.
     pub(crate) fn held(&self) -> u64 {
         self.tiles.values().map(|t| t.bytes).sum::<u64>() + self.whole.bytes()

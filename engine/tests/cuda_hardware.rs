@@ -14,7 +14,8 @@
 //! after and a right tile after it; two users of one GPU in one process, one of them hung; PTX for
 //! a newer GPU, PTX that declares more parameters than the launch, PTX the driver's compiler
 //! refuses (its log reaches the error); kernels named like PTX instructions or MSL keywords; a
-//! second user of a GPU in exclusive-process mode; and, on the stand-in only, a driver that never
+//! second user of a GPU in exclusive-process mode; a program's own context, current across
+//! discovery; and, on the stand-in only, a driver that never
 //! answers a context's destruction or the first try to make a fresh one. The main case runs its
 //! steps in one test, since each leaves the GPU in a state the next must see.
 
@@ -360,6 +361,25 @@ fn a_second_user_of_each_gpu() {
     flips_right(device);
 }
 
+/// A program that uses CUDA itself keeps its own context current across discovery, however many
+/// GPUs discovery opens contexts on (each pushed onto the thread's context stack by the driver);
+/// a thread with none current is left with none.
+#[test]
+fn discovery_leaves_the_callers_current_context_as_it_was() {
+    let Some(first) = devices_here(owner::DEFAULT_TILE_DEADLINE, FormPolicy::Remake) else { return };
+    let current = || cudarc::driver::result::ctx::get_current().expect("the driver tells the current context");
+    assert_eq!(current(), None, "discovery on a thread with no context current left one of its own current");
+    let own = cudarc::driver::CudaContext::new(0).expect("the program's own context");
+    let (second, _) = cuda(owner::DEFAULT_TILE_DEADLINE, FormPolicy::Remake);
+    assert_eq!(current(), Some(own.cu_ctx()), "discovery changed the program's current context");
+    own.mem_get_info().expect("the program's context still works");
+    println!(
+        "cuda-hardware: discovery of {} and {} device(s) left the caller's current context as it was",
+        first.len(),
+        second.len()
+    );
+}
+
 /// On the stand-in only (its `FAKE_CUDA_DESTROY_HANGS` and `FAKE_CUDA_HANG_CREATE`): the old
 /// context's destruction never returns and the first fresh context is never made, and the device
 /// still comes back, status answering all along.
@@ -403,6 +423,13 @@ fn stand_in_the_cuda_path() {
     assert!(printed.contains("cuda-hardware: 2 CUDA device(s), named apart"), "{printed}");
     // Each context let go was destroyed, and the device's pool trimmed before a fresh one served.
     assert!(printed.contains("allocations with it") && printed.contains("trimmed to 0 bytes"), "{printed}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn stand_in_a_programs_own_context() {
+    let printed = on_the_stand_in("discovery_leaves_the_callers_current_context_as_it_was", &[]);
+    assert!(printed.contains("discovery of 2 and 2 device(s) left the caller's current context"), "{printed}");
 }
 
 #[cfg(target_os = "linux")]

@@ -1,6 +1,8 @@
-//! A context as the stand-in keeps it, and the context current on each thread. A thread keeps a
-//! context current until it sets another, even once the context is destroyed: calls through it
-//! then fail (`driver`), as they do on a real driver. Owns only these; the contexts' slots are
+//! A context as the stand-in keeps it, and each thread's context stack, whose top is its current
+//! context: making a context pushes it, `cuCtxSetCurrent` replaces the top (NULL pops it),
+//! `cuCtxPopCurrent` pops it, and destroying a context pops it where it is current. A thread keeps
+//! a context current until it sets another, even once another thread destroyed it: calls through
+//! it then fail (`driver`), as they do on a real driver. Owns only these; the contexts' slots are
 //! `driver`'s.
 
 use std::cell::Cell;
@@ -56,18 +58,60 @@ impl Context {
     }
 }
 
+/// How deep a thread's context stack may grow here (xcd's own use needs one).
+const DEPTH: usize = 16;
+
 thread_local! {
-    /// The context current on this thread: (handle, generation), (0, 0) for none.
-    static CURRENT: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+    /// This thread's context stack, (handle, generation) each, and how many are on it; the top
+    /// is the current context.
+    static STACK: Cell<[(usize, u64); DEPTH]> = const { Cell::new([(0, 0); DEPTH]) };
+    static DEPTH_NOW: Cell<usize> = const { Cell::new(0) };
 }
 
 /// The context current on this thread as (handle, generation), destroyed or not; (0, 0) for none.
 pub(crate) fn current() -> (usize, u64) {
-    CURRENT.with(Cell::get)
+    match DEPTH_NOW.with(Cell::get) {
+        0 => (0, 0),
+        depth => STACK.with(Cell::get)[depth - 1],
+    }
 }
 
-/// Sets the context current on this thread (`None` for none).
+/// Pushes a context onto this thread's stack, as making one does; false when the stack is full.
+pub(crate) fn push(context: &Context) -> bool {
+    let depth = DEPTH_NOW.with(Cell::get);
+    if depth == DEPTH {
+        return false;
+    }
+    let mut stack = STACK.with(Cell::get);
+    stack[depth] = context.owner();
+    STACK.with(|s| s.set(stack));
+    DEPTH_NOW.with(|d| d.set(depth + 1));
+    true
+}
+
+/// Pops this thread's current context; what was popped, (0, 0) for none.
+pub(crate) fn pop() -> (usize, u64) {
+    let popped = current();
+    DEPTH_NOW.with(|d| d.set(d.get().saturating_sub(1)));
+    popped
+}
+
+/// `cuCtxSetCurrent`: replaces the top of this thread's stack with `context` (pushes it on an
+/// empty one); `None` pops the top.
 pub(crate) fn set_current(context: Option<&Context>) {
-    let value = context.map_or((0, 0), Context::owner);
-    CURRENT.with(|c| c.set(value));
+    match context {
+        None => {
+            pop();
+        }
+        Some(context) => {
+            let depth = DEPTH_NOW.with(Cell::get);
+            if depth == 0 {
+                push(context);
+            } else {
+                let mut stack = STACK.with(Cell::get);
+                stack[depth - 1] = context.owner();
+                STACK.with(|s| s.set(stack));
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use xcd_ptxsim::Program;
 
 use crate::code;
-use crate::context::{Context, current, set_current};
+use crate::context::{Context, current, push};
 use crate::memory::memory;
 use crate::stream::Stream;
 
@@ -40,6 +40,8 @@ pub(crate) struct Driver {
     slots: Vec<Slot>,
     /// Context creations asked for so far in this process.
     pub(crate) asked: u64,
+    /// Each device's primary context (the one a program's runtime shares), with its references.
+    pub(crate) primary: HashMap<i32, (Arc<Context>, u32)>,
     /// Modules: their functions' handles, and whose they are.
     pub(crate) modules: HashMap<usize, (Vec<usize>, (usize, u64))>,
     pub(crate) functions: HashMap<usize, Function>,
@@ -87,8 +89,15 @@ impl Driver {
         self.slots.iter().filter_map(|s| s.context.as_ref()).filter(|c| c.device == device).count()
     }
 
-    /// Makes a context on `device` in the first free slot, current on this thread.
+    /// Makes a context on `device` in the first free slot, pushed onto this thread's stack.
     pub(crate) fn create(&mut self, device: i32) -> Arc<Context> {
+        let context = self.make(device);
+        push(&context);
+        context
+    }
+
+    /// Makes a context on `device` in the first free slot.
+    pub(crate) fn make(&mut self, device: i32) -> Arc<Context> {
         let index = match self.slots.iter().position(|s| s.context.is_none()) {
             Some(index) => index,
             None => {
@@ -100,14 +109,15 @@ impl Driver {
         slot.generation += 1;
         let context = Arc::new(Context::new((index + 1) << 8, slot.generation, device));
         slot.context = Some(context.clone());
-        set_current(Some(&context));
         context
     }
 
     /// Forgets a destroyed context and everything made on it; its memory is free again.
     pub(crate) fn forget(&mut self, context: &Context) {
         let owner = context.owner();
-        if let Some(slot) = (context.handle >> 8).checked_sub(1).and_then(|i| self.slots.get_mut(i)) {
+        if let Some(slot) = (context.handle >> 8).checked_sub(1).and_then(|i| self.slots.get_mut(i))
+            && slot.generation == context.generation
+        {
             slot.context = None;
         }
         let freed = memory().forget(owner);

@@ -40,7 +40,7 @@ impl Memory {
         if size == 0 {
             return Err(crate::code::INVALID_VALUE);
         }
-        if self.used(device) + size as u64 > total {
+        if self.used(device).checked_add(size as u64).is_none_or(|used| used > total) {
             return Err(crate::code::OUT_OF_MEMORY);
         }
         if self.next_pointer == 0 {

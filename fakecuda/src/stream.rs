@@ -39,42 +39,49 @@ struct Progress {
     done: u64,
 }
 
-/// A stream and its worker thread.
+/// What a stream and its worker share: the progress, and a signal when it moves.
+#[derive(Debug, Default)]
+struct Shared {
+    progress: Mutex<Progress>,
+    moved: Condvar,
+}
+
+impl Shared {
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A stream and its worker thread. Its queued work goes on after it is destroyed, as on a GPU.
 #[derive(Debug)]
 pub(crate) struct Stream {
     context: Arc<Context>,
     tx: Mutex<mpsc::Sender<Work>>,
-    progress: Mutex<Progress>,
-    moved: Condvar,
+    shared: Arc<Shared>,
 }
 
 impl Stream {
     /// A stream of `context`, with its worker started.
     pub(crate) fn start(context: Arc<Context>) -> Result<Arc<Stream>, i32> {
-        let (tx, rx) = mpsc::channel();
-        let stream = Arc::new(Stream {
-            context,
-            tx: Mutex::new(tx),
-            progress: Mutex::new(Progress::default()),
-            moved: Condvar::new(),
-        });
-        let worker = Arc::downgrade(&stream);
-        let context = stream.context.clone();
+        let (tx, rx) = mpsc::channel::<Work>();
+        let shared = Arc::new(Shared::default());
+        let (worker, ctx) = (shared.clone(), context.clone());
         std::thread::Builder::new()
             .name("fake-cuda stream".into())
             .spawn(move || {
                 while let Ok(work) = rx.recv() {
-                    if context.check().is_ok() && !context.stop.load(Ordering::Acquire) {
-                        run(&context, work);
+                    if ctx.check().is_ok() && !ctx.stop.load(Ordering::Acquire) {
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx, work)));
+                        if ran.is_err() {
+                            ctx.set_fault(code::LAUNCH_FAILED, "the interpreter panicked");
+                        }
                     }
-                    let Some(stream) = worker.upgrade() else { break };
-                    let mut progress = stream.progress.lock().unwrap_or_else(|e| e.into_inner());
-                    progress.done += 1;
-                    stream.moved.notify_all();
+                    worker.progress().done += 1;
+                    worker.moved.notify_all();
                 }
             })
             .map_err(|_| code::OUT_OF_MEMORY)?;
-        Ok(stream)
+        Ok(Arc::new(Stream { context, tx: Mutex::new(tx), shared }))
     }
 
     /// The context it belongs to, as (handle, generation).
@@ -89,27 +96,27 @@ impl Stream {
 
     /// Queues `work`.
     pub(crate) fn push(&self, work: Work) {
-        let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut progress = self.shared.progress();
         progress.queued += 1;
         let _ = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(work);
     }
 
     /// Pieces queued so far.
     pub(crate) fn queued(&self) -> u64 {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner()).queued
+        self.shared.progress().queued
     }
 
     /// Whether the first `upto` pieces are done.
     pub(crate) fn reached(&self, upto: u64) -> bool {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner()).done >= upto
+        self.shared.progress().done >= upto
     }
 
     /// Waits until every piece queued so far is done (forever, behind a kernel that never ends,
     /// as the real driver does), then says whether the context is still usable.
     pub(crate) fn finish(&self) -> Result<(), i32> {
-        let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut progress = self.shared.progress();
         while progress.done < progress.queued {
-            progress = self.moved.wait(progress).unwrap_or_else(|e| e.into_inner());
+            progress = self.shared.moved.wait(progress).unwrap_or_else(|e| e.into_inner());
         }
         drop(progress);
         self.context.check()

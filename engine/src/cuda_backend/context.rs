@@ -21,16 +21,26 @@ pub(super) fn create(ordinal: usize) -> Result<Arc<CudaContext>, DriverError> {
     // SAFETY: the driver writes a context handle into `raw` when it succeeds; flags 0 is
     // CU_CTX_SCHED_AUTO.
     unsafe { sys::cuCtxCreate_v2(&mut raw, 0, device) }.result()?;
+    // cuCtxCreate pushes the context onto this thread's context stack: it is popped at once, and
+    // cudarc's bind below replaces the stack's top instead, as every later bind does, so that
+    // `KeepCurrent` puts the caller's own context back however many devices were opened.
+    let mut popped = std::ptr::null_mut();
+    // SAFETY: the driver writes the popped handle into `popped`.
+    let _ = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+    // from_raw_context reads an attribute and then owns `raw`, destroying it itself if its bind
+    // fails: the one failure before it owns `raw` is met here first, so `raw` is destroyed once.
+    // SAFETY: `device` came from the driver just above.
+    let pools = unsafe {
+        result::device::get_attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+    };
+    if let Err(e) = pools {
+        // SAFETY: `raw` was made above and nothing else holds it.
+        let _ = unsafe { sys::cuCtxDestroy_v2(raw) };
+        return Err(e);
+    }
     // SAFETY: `raw` is a context just made on `device`, owned from here by the CudaContext, which
     // destroys it (cuCtxDestroy_v2) when dropped.
-    match unsafe { CudaContext::from_raw_context(ordinal, device, raw) } {
-        Ok(ctx) => Ok(ctx),
-        Err(e) => {
-            // SAFETY: `raw` was made above and nothing else holds it.
-            let _ = unsafe { sys::cuCtxDestroy_v2(raw) };
-            Err(e)
-        }
-    }
+    unsafe { CudaContext::from_raw_context(ordinal, device, raw) }
 }
 
 /// Makes `ctx` current on this thread, whatever was current before: a context taken by the
@@ -70,7 +80,7 @@ impl Drop for KeepCurrent {
 }
 
 /// Gives back to the system the memory the device's default pool holds unused: what the
-/// buffers of a context that was let go left there. Needs a context current.
+/// buffers of a context that was let go left there once it is gone. Needs a context current.
 pub(super) fn trim_pool(device: sys::CUdevice) {
     let mut pool = std::ptr::null_mut();
     // SAFETY: the driver writes the device's pool handle into `pool`.

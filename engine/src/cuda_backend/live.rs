@@ -5,7 +5,8 @@
 //! tile is `run`'s.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError};
@@ -52,10 +53,9 @@ impl Live {
         // SAFETY: every buffer of this context is made, used and freed on its one stream, in
         // order, so cudarc's events that order work between streams are not needed.
         unsafe { ctx.disable_event_tracking() };
+        // (Event tracking is off before the stream is made: with it on, cudarc would call
+        // cuCtxSynchronize here and cuStreamWaitEvent on each buffer, which ENTRY_POINTS leaves out.)
         let stream = ctx.new_stream()?;
-        // Buffers of a context let go may still be held by the device's pool: give them back
-        // before the budget is measured.
-        context::trim_pool(ctx.cu_device());
         let free = ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(setup.gpu.total);
         let budget = free.saturating_sub(reserve(setup.gpu.total));
         Ok(Live { ctx, stream, kernels: HashMap::new(), memory: Memory::new(budget, setup.whole_bytes) })
@@ -101,6 +101,18 @@ impl Live {
         error
     }
 
+    /// Takes back what an old context left once it is gone: the device's memory pool trimmed
+    /// of the memory its buffers held, and the budget raised to what is now free.
+    pub(super) fn reclaim(&mut self, setup: &Setup) {
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        context::trim_pool(self.ctx.cu_device());
+        if let Ok((free, _)) = self.ctx.mem_get_info() {
+            self.memory.grow_budget((free as u64 + self.memory.held()).saturating_sub(reserve(setup.gpu.total)));
+        }
+    }
+
     /// Runs the probe ([`crate::probe`]): the check that a fresh context computes.
     pub(super) fn probe(mut self, setup: &Setup) -> Result<Live, String> {
         let desc = crate::probe::block();
@@ -114,11 +126,26 @@ impl Live {
 }
 
 /// Lets a context go: this thread keeps it current no longer, and it is destroyed on a thread of
-/// its own (destroying it may wait for a kernel that never ends).
-pub(super) fn let_go(old: Live, device: &str) {
+/// its own (destroying it may wait for a kernel that never ends; without a thread it is kept,
+/// never destroyed here). The flag is set once it is gone.
+pub(super) fn let_go(old: Live, device: &str) -> Arc<AtomicBool> {
     context::clear_current();
-    let spawned = std::thread::Builder::new().name("xc-cuda let go".into()).spawn(move || drop(old));
-    if let Err(e) = spawned {
-        tracing::warn!(device = %device, "the old context is kept, no thread to let it go: {e}");
-    }
+    let gone = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<Live>();
+    let done = gone.clone();
+    let spawned = std::thread::Builder::new().name("xc-cuda let go".into()).spawn(move || {
+        if let Ok(old) = rx.recv() {
+            drop(old);
+            done.store(true, Ordering::Release);
+        }
+    });
+    let kept = match spawned {
+        Ok(_) => tx.send(old).err().map(|back| back.0),
+        Err(e) => {
+            tracing::warn!(device = %device, "the old context is kept, no thread to let it go: {e}");
+            Some(old)
+        }
+    };
+    std::mem::forget(kept);
+    gone
 }

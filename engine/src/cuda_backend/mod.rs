@@ -19,7 +19,8 @@
 //! go on a thread of its own (destroying it may wait for a kernel that never ends) after the
 //! owner thread has stopped holding it current, then makes a fresh one and runs the probe kernel
 //! on it, on another thread (`recover`): a driver that hangs never holds the owner thread more
-//! than a few seconds, and a try it never answers is given up and another made.
+//! than a few seconds, and a try it never answers is given up and another made. Once the old
+//! context is gone, the device's memory pool is trimmed of what it left and the budget raised.
 //!
 //! Layout: `discover` (the library, each GPU's facts, compute capability and mode), `context`
 //! (the raw driver calls: contexts, the current one, the memory pool, the JIT's log), `live`
@@ -35,6 +36,9 @@ mod outcome;
 mod recover;
 mod run;
 mod signature;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo};
 
@@ -101,6 +105,8 @@ pub struct CudaDevice {
     live: Option<Live>,
     /// The tries to bring the device back, while it is out of service.
     reopening: recover::Reopening,
+    /// Set once the context let go last is gone: what it left is then taken back.
+    letting_go: Option<Arc<AtomicBool>>,
 }
 
 impl CudaDevice {
@@ -119,11 +125,23 @@ impl CudaDevice {
             max_buffer_bytes: live.memory.budget(),
             lost: None,
         };
-        Ok(CudaDevice { setup, info, live: Some(live), reopening: recover::Reopening::default() })
+        Ok(CudaDevice { setup, info, live: Some(live), reopening: recover::Reopening::default(), letting_go: None })
+    }
+
+    /// Once the context let go last is gone (its destruction may take a while, or never end):
+    /// the device's memory pool is trimmed of what its buffers held, and the budget raised.
+    fn after_let_go(&mut self) {
+        let Some(live) = self.live.as_mut() else { return };
+        if self.letting_go.as_ref().is_some_and(|gone| gone.load(Ordering::Acquire)) {
+            self.letting_go = None;
+            live.reclaim(&self.setup);
+            self.info.max_buffer_bytes = live.memory.budget();
+        }
     }
 
     /// The live context with what it is opened with, or why there is none.
     fn live(&mut self) -> Result<(&mut Live, &Setup), EngineError> {
+        self.after_let_go();
         match self.live.as_mut() {
             Some(live) => Ok((live, &self.setup)),
             None => {
@@ -140,17 +158,19 @@ impl Backend for CudaDevice {
 
     fn recover(&mut self) -> Result<(), String> {
         if let Some(old) = self.live.take() {
-            live::let_go(old, &self.info.id);
+            self.letting_go = Some(live::let_go(old, &self.info.id));
         }
         let live = self.reopening.step(&self.setup)?;
         context::make_current(&live.ctx).map_err(|e| format!("the fresh context cannot be made current ({e})"))?;
         self.info.max_buffer_bytes = live.memory.budget();
         self.live = Some(live);
         self.reopening = recover::Reopening::default();
+        self.after_let_go();
         Ok(())
     }
 
     fn memory_free(&mut self) -> Option<u64> {
+        self.after_let_go();
         self.live.as_ref().map(Live::free_for_work)
     }
 

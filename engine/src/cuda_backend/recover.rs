@@ -18,6 +18,8 @@ pub const REOPEN_GIVE_UP: Duration = Duration::from_secs(30);
 /// Tries given up, each still holding a thread in the driver, before no more are started.
 pub const MOST_ABANDONED: usize = 3;
 
+const STOPPED: &str = "the thread bringing the device back stopped";
+
 /// One try: its answer, when it comes, and when it began.
 struct Try {
     answer: mpsc::Receiver<Result<Live, String>>,
@@ -36,17 +38,16 @@ impl Reopening {
     /// first when none is pending (or the pending one is given up).
     pub(super) fn step(&mut self, setup: &Setup) -> Result<Live, String> {
         let attempt = match self.pending.take() {
-            Some(attempt) if attempt.started.elapsed() < REOPEN_GIVE_UP => attempt,
-            Some(_) => {
-                self.abandoned += 1;
-                tracing::warn!(
-                    device = %setup.id,
-                    "the driver did not make a fresh context within {} s: that try is given up ({} so far)",
-                    REOPEN_GIVE_UP.as_secs(),
-                    self.abandoned
-                );
-                self.start(setup)?
-            }
+            // An answer that came since the last step is taken, however late.
+            Some(attempt) => match attempt.answer.try_recv() {
+                Ok(answer) => return answer,
+                Err(mpsc::TryRecvError::Disconnected) => return Err(STOPPED.into()),
+                Err(mpsc::TryRecvError::Empty) if attempt.started.elapsed() < REOPEN_GIVE_UP => attempt,
+                Err(mpsc::TryRecvError::Empty) => {
+                    self.abandon(attempt, setup);
+                    self.start(setup)?
+                }
+            },
             None => self.start(setup)?,
         };
         match attempt.answer.recv_timeout(REOPEN_WAIT) {
@@ -59,8 +60,22 @@ impl Reopening {
                     REOPEN_GIVE_UP.as_secs()
                 ))
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err("the thread bringing the device back stopped".into()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(STOPPED.into()),
         }
+    }
+
+    /// Gives a try up: it still holds a thread in the driver, and whatever it answers late is
+    /// dropped on a thread of its own (a fresh context is never destroyed on the owner's).
+    fn abandon(&mut self, attempt: Try, setup: &Setup) {
+        self.abandoned += 1;
+        tracing::warn!(
+            device = %setup.id,
+            "the driver did not make a fresh context within {} s: that try is given up ({} so far)",
+            REOPEN_GIVE_UP.as_secs(),
+            self.abandoned
+        );
+        let answer = attempt.answer;
+        let _ = std::thread::Builder::new().name("xc-cuda late reopen".into()).spawn(move || drop(answer.recv()));
     }
 
     /// Starts a try on a thread of its own, unless too many are stuck already.

@@ -30,7 +30,7 @@ unsafe extern "C" fn cuStreamCreate(stream: *mut Handle, _flags: c_uint) -> c_in
 
 #[unsafe(no_mangle)]
 extern "C" fn cuStreamDestroy_v2(stream: Handle) -> c_int {
-    // Its queued work goes on by itself, as on a GPU.
+    // Its queued work goes on by itself, as on a GPU (`Stream`).
     code_of(driver().streams.remove(&(stream as usize)).map(drop).ok_or(code::INVALID_HANDLE))
 }
 
@@ -208,7 +208,7 @@ unsafe extern "C" fn cuLaunchKernel(
     if let Err(e) = stream.context().check() {
         return e;
     }
-    if grid_y * grid_z * block_y * block_z != 1 {
+    if [grid_y, grid_z, block_y, block_z] != [1; 4] {
         return code::NOT_SUPPORTED;
     }
     // SAFETY: the caller's array holds the kernel's arguments.
