@@ -34,6 +34,9 @@ pub(crate) struct Config {
     /// Which context creations never return, counted from 1 in the process
     /// (`FAKE_CUDA_HANG_CREATE=2,3`): a driver that hangs when asked for a fresh context.
     pub(crate) hang_create: Vec<u64>,
+    /// Whether the GPUs lack memory pools (`FAKE_CUDA_NO_POOLS=1`), as some do (and as under
+    /// some virtualisation): buffers are then made and freed without a stream (`cuMemAlloc_v2`).
+    pub(crate) no_pools: bool,
     /// Whether destroying a context whose kernel still runs never returns
     /// (`FAKE_CUDA_DESTROY_HANGS=1`); by default the kernel is stopped and the context goes.
     pub(crate) destroy_hangs: bool,
@@ -68,6 +71,7 @@ fn read() -> Config {
         hang_create: var("FAKE_CUDA_HANG_CREATE")
             .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
             .unwrap_or_default(),
+        no_pools: var("FAKE_CUDA_NO_POOLS").is_some_and(|v| v == "1"),
         destroy_hangs: var("FAKE_CUDA_DESTROY_HANGS").is_some_and(|v| v == "1"),
         log: var("FAKE_CUDA_LOG").map(PathBuf::from),
     }

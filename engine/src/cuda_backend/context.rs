@@ -13,7 +13,9 @@ use cudarc::driver::sys::{self, CUjit_option, CUresult};
 use cudarc::driver::{CudaContext, DriverError, result};
 
 /// Makes a context of this process's own on GPU `ordinal`, current on this thread, destroyed
-/// when the last handle to it drops.
+/// when the last handle to it drops. (cudarc's bindings for CUDA 13 have no `cuCtxCreate_v2`,
+/// CUDA 13's headers naming `_v4` `cuCtxCreate`: a move to them must choose the entry point by
+/// `cuDriverGetVersion`.)
 pub(super) fn create(ordinal: usize) -> Result<Arc<CudaContext>, DriverError> {
     result::init()?;
     let device = result::device::get(ordinal as i32)?;

@@ -93,7 +93,10 @@ pub(crate) fn gpus() -> (Vec<(Gpu, String)>, Vec<String>) {
     }
     let missing = missing_entry_points();
     if !missing.is_empty() {
-        notes.push(missing_note(&missing));
+        // A library that has cuDriverGetVersion says which driver it is: a newer driver that
+        // dropped an old entry point is told apart from an old or foreign library.
+        let version = (!missing.contains(&"cuDriverGetVersion")).then(driver_version).flatten();
+        notes.push(missing_note(&missing, version));
         return (Vec::new(), notes);
     }
     let count = match CudaContext::device_count() {
@@ -137,17 +140,33 @@ fn missing_entry_points() -> Vec<&'static str> {
     ENTRY_POINTS.iter().copied().filter(|name| unsafe { library.get::<*const ()>(name.as_bytes()) }.is_err()).collect()
 }
 
-fn missing_note(missing: &[&str]) -> String {
+/// The note for a library that lacks entry points xcd calls, by the driver version it tells.
+fn missing_note(missing: &[&str], version: Option<i32>) -> String {
     let listed = if missing.len() > 4 {
         format!("{} and {} more", missing[..4].join(", "), missing.len() - 4)
     } else {
         missing.join(", ")
     };
-    format!(
-        "cuda: skipped: the driver library (libcuda) lacks {listed}, which xcd calls: it is not NVIDIA's driver, or older than CUDA {}; install NVIDIA's driver {} or newer (its GPUs are served through Vulkan meanwhile)",
-        version_words(OLDEST_DRIVER),
-        linux_driver(OLDEST_DRIVER)
-    )
+    match version {
+        Some(version) if version >= OLDEST_DRIVER => format!(
+            "cuda: skipped: the driver (CUDA {}) lacks {listed}, which this xcd calls: the driver dropped them, so this xcd is too old for it; use an xcd built for CUDA {} (its GPUs are served through Vulkan meanwhile)",
+            version_words(version),
+            version_words(version)
+        ),
+        _ => format!(
+            "cuda: skipped: the driver library (libcuda) lacks {listed}, which xcd calls: it is not NVIDIA's driver, or older than CUDA {}; install NVIDIA's driver {} or newer (its GPUs are served through Vulkan meanwhile)",
+            version_words(OLDEST_DRIVER),
+            linux_driver(OLDEST_DRIVER)
+        ),
+    }
+}
+
+/// The CUDA version the driver supports, as `cuDriverGetVersion` tells it.
+fn driver_version() -> Option<i32> {
+    let mut version = 0;
+    // SAFETY: the driver writes its version into `version`.
+    let told = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    (told == CUresult::CUDA_SUCCESS).then_some(version)
 }
 
 /// `12020` as `12.2`.
@@ -162,12 +181,9 @@ fn linux_driver(version: i32) -> &'static str {
 
 /// The note for a driver older than [`OLDEST_DRIVER`], if it is.
 fn driver_too_old() -> Option<String> {
-    let mut version = 0;
-    // SAFETY: the driver writes its version into `version`.
-    let told = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
-    if told != CUresult::CUDA_SUCCESS {
-        return Some(format!("cuda: skipped: the driver does not tell its version ({told:?})"));
-    }
+    let Some(version) = driver_version() else {
+        return Some("cuda: skipped: the driver does not tell its version (cuDriverGetVersion fails)".into());
+    };
     (version < OLDEST_DRIVER).then(|| {
         format!(
             "cuda: skipped: the driver supports CUDA {} and xcd needs CUDA {} (driver {}) or newer: update the NVIDIA driver (its GPUs are served through Vulkan meanwhile)",
@@ -297,7 +313,10 @@ mod tests {
         assert_eq!(version_words(12020), "12.2");
         assert_eq!(version_words(11040), "11.4");
         assert_eq!(version_words(13000), "13.0");
-        let missing = missing_note(&["cuCtxCreate_v2", "cuInit", "cuMemAllocAsync", "cuLaunchKernel", "cuEventQuery"]);
+        let newer = missing_note(&["cuCtxCreate_v2"], Some(14000));
+        assert!(newer.contains("the driver (CUDA 14.0) lacks cuCtxCreate_v2, which this xcd calls"), "{newer}");
+        let missing =
+            missing_note(&["cuCtxCreate_v2", "cuInit", "cuMemAllocAsync", "cuLaunchKernel", "cuEventQuery"], None);
         assert!(missing.starts_with("cuda: skipped: the driver library (libcuda) lacks cuCtxCreate_v2, cuInit, cuMemAllocAsync, cuLaunchKernel and 1 more"), "{missing}");
         assert!(missing.contains("older than CUDA 12.0; install NVIDIA's driver 525 or newer"), "{missing}");
     }

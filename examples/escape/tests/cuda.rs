@@ -1,6 +1,6 @@
 //! escape on CUDA, against the stand-in driver library (`fakecuda/`, an R535 driver whose two
-//! H200s run kernels through the PTX interpreter): on the program's own GPUs, and through a
-//! daemon whose only devices they are. Every total is the CPU's: the CUDA path (contexts made
+//! H200s run kernels through the PTX interpreter): on the program's own GPUs (with memory pools,
+//! and without), and through a daemon whose only devices they are. Every total is the CPU's: the CUDA path (contexts made
 //! with `cuCtxCreate_v2`, the PTX xcd writes, launches, copies) runs end to end where no NVIDIA
 //! GPU is. `scripts/gpu-check` runs the same on a real one.
 #![cfg(target_os = "linux")]
@@ -41,6 +41,9 @@ fn escape_on_an_r535_driver_locally_and_through_a_daemon_gives_the_cpus_total() 
     for slot in ["1b", "43"] {
         assert!(stderr.contains(&format!("par: gpu worker gpu:cuda:NVIDIA H200 @0000:{slot}:00.0")), "{stderr}");
     }
+    // GPUs without memory pools: cudarc makes and frees buffers with cuMemAlloc_v2 and cuMemFree_v2.
+    let (no_pools, stderr) = escape(&fake, home.path(), &[("XC_PAR_WORKERS", "gpu"), ("FAKE_CUDA_NO_POOLS", "1")]);
+    assert_eq!(no_pools, Some(want), "{stderr}");
 
     let daemon = Daemon::beside(env!("CARGO_BIN_EXE_escape"))
         .secret(SECRET)

@@ -79,7 +79,7 @@ unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, d
         CAPABILITY_MINOR if old => 2,
         CAPABILITY_MAJOR => 9,
         CAPABILITY_MINOR => 0,
-        MEMORY_POOLS_SUPPORTED => 1,
+        MEMORY_POOLS_SUPPORTED => i32::from(!config().no_pools),
         COMPUTE_MODE => config().compute_mode,
         _ => 0,
     };

@@ -21,6 +21,9 @@ fn stream(driver: &Driver, handle: Handle) -> Result<Arc<Stream>, i32> {
 
 #[unsafe(no_mangle)]
 unsafe extern "C" fn cuMemAllocAsync(pointer: *mut u64, size: usize, on: Handle) -> c_int {
+    if config().no_pools {
+        return code::NOT_SUPPORTED;
+    }
     let made = stream(&driver(), on).and_then(|s| {
         let context = s.context();
         memory().allocate(context.device, context.owner(), size, config().memory)
@@ -109,6 +112,9 @@ unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> c_i
 
 #[unsafe(no_mangle)]
 unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool: *mut Handle, device: c_int) -> c_int {
+    if config().no_pools {
+        return code::NOT_SUPPORTED;
+    }
     let result = ready(&driver()).and_then(|()| device_ok(device));
     // SAFETY: the caller passes a place for a handle.
     code_of(result.and_then(|()| unsafe { put(pool, (0x5000 + device as usize) as Handle) }))
