@@ -1,7 +1,7 @@
 //! The stand-in driver library (`fakecuda/`, built by cargo beside the test programs as
-//! `libxcd_fakecuda.so`) for tests: put in a folder of its own under the name the CUDA loader
-//! looks for, `libcuda.so`, so that a program started with that folder on `LD_LIBRARY_PATH` finds
-//! it as it would find NVIDIA's driver. Linux only.
+//! `libxcd_fakecuda.so` because this crate depends on it) for tests: put in a folder of its own
+//! under the name the CUDA loader looks for, `libcuda.so`, so that a program started with that
+//! folder on `LD_LIBRARY_PATH` finds it as it would find NVIDIA's driver. Linux only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +24,7 @@ impl FakeCuda {
     /// The stand-in, ready for `LD_LIBRARY_PATH`; says how to build it where it is missing.
     pub fn install() -> FakeCuda {
         let built = built().unwrap_or_else(|| {
-            panic!("the stand-in driver libxcd_fakecuda.so is not built beside the tests: run `cargo build -p xcd-fakecuda` (scripts/test builds the whole workspace)")
+            panic!("the stand-in driver libxcd_fakecuda.so is not built beside the tests: xcd-e2e depends on xcd-fakecuda so that cargo builds it; run `cargo build -p xcd-fakecuda`")
         });
         let dir = tempfile::tempdir().expect("a folder for the stand-in driver");
         std::os::unix::fs::symlink(&built, dir.path().join("libcuda.so")).expect("the stand-in linked as libcuda.so");
