@@ -21,6 +21,7 @@ mod check;
 pub mod describe;
 mod exact;
 mod guard;
+mod mathlib;
 pub mod ptx;
 pub mod rust;
 mod spirv;
@@ -32,6 +33,7 @@ pub use check::{Binding, admit_spirv, bindings, check_spirv};
 pub use describe::{Marks, describe};
 pub use exact::CANONICAL_NAN;
 pub use guard::{CUT_LOOP, CUT_SUBNORMAL};
+pub use mathlib::SOURCE as MATH_LIBRARY;
 pub use spirv::{FLOAT_ARITHMETIC_OPCODES, float_controls, no_contraction};
 pub use subset::Location;
 pub use symbol::entry_symbol;
@@ -224,7 +226,14 @@ impl Kernel {
         let info = validate(&module, source)?;
         let interface = abi::interface(&module, entry, source)?;
         subset::check(&module, &info, source)?;
-        unpanicked("rewriting the kernel", || exact::exact(&mut module, &info))??;
+        let linked = unpanicked("linking the math library", || mathlib::link(&mut module))??;
+        let info = if linked.is_empty() {
+            info
+        } else {
+            validate(&module, None)
+                .map_err(|e| FormsError::Internal(format!("the kernel with the math library does not validate: {e}")))?
+        };
+        unpanicked("rewriting the kernel", || exact::exact(&mut module, &info, &linked))??;
         let info = validate(&module, None)
             .map_err(|e| FormsError::Internal(format!("the exact kernel does not validate: {e}")))?;
         Ok(Kernel { module, info, entry: entry.to_owned(), interface })

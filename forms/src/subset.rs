@@ -283,6 +283,8 @@ impl Checker<'_> {
             | M::InsertBits
             | M::FirstTrailingBit
             | M::FirstLeadingBit => Ok(()),
+            // Ours, correctly rounded (`mathlib`): the same bits on every device.
+            f if crate::mathlib::implements(f) => Ok(()),
             M::Fma => Err(self.refuse(
                 span,
                 "fma()",

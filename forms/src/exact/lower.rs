@@ -43,6 +43,27 @@ impl Rewriter<'_> {
         self.push(Expression::Math { fun, arg: args[0], arg1: arg(1), arg2: arg(2), arg3: arg(3) }, span)
     }
 
+    /// A call of the math library's `function` in place of a builtin: once for a scalar, once
+    /// per component (the arguments' components) for a vector, composed again.
+    fn library_call(
+        &mut self,
+        old: Handle<Expression>,
+        function: Handle<naga::Function>,
+        args: &[Handle<Expression>],
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Handle<Expression> {
+        let Some(size) = size else { return self.call(function, args.to_vec(), span) };
+        let components = (0..size as u32)
+            .map(|i| {
+                let parts = args.iter().map(|&a| self.component(a, i, span)).collect();
+                self.call(function, parts, span)
+            })
+            .collect();
+        let ty = self.type_handle(old);
+        self.push(Expression::Compose { ty, components }, span)
+    }
+
     /// `b < a ? b : a` (WGSL's `min`) or `a < b ? b : a` (its `max`).
     fn min_max(&mut self, fun: Mf, a: Handle<Expression>, b: Handle<Expression>, span: Span) -> Handle<Expression> {
         let less = if fun == Mf::Min { self.bin(Bo::Less, b, a, span) } else { self.bin(Bo::Less, a, b, span) };
@@ -176,6 +197,17 @@ impl Rewriter<'_> {
         let span = self.old.get_span(old);
         let e = self.old[old].clone();
         let new = match e {
+            Expression::Math { fun, arg, arg1, arg2, .. }
+                if self.kind(old) == Some(ScalarKind::Float) && self.linked.get(fun).is_some() =>
+            {
+                let args = [Some(arg), arg1, arg2]
+                    .into_iter()
+                    .flatten()
+                    .map(|a| self.get(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let function = self.linked.get(fun).ok_or_else(|| internal("a library function not linked"))?;
+                self.library_call(old, function, &args, self.size(old), span)
+            }
             Expression::Math { fun, arg, arg1, arg2, .. } => self.lower_math(old, fun, arg, arg1, arg2, span)?,
             Expression::As { expr, kind: kind @ (ScalarKind::Sint | ScalarKind::Uint), convert }
                 if self.kind(expr) == Some(ScalarKind::Float) =>

@@ -28,14 +28,19 @@ use naga::{
 };
 
 use crate::FormsError;
+use crate::mathlib::Linked;
 
 /// The NaN every form stores: a quiet NaN with no payload and the sign bit clear.
 pub const CANONICAL_NAN: u32 = 0x7fc0_0000;
 
 /// Rewrites every function of `module` (which `info` describes) in place; the caller validates
 /// the result again.
-pub(crate) fn exact(module: &mut naga::Module, info: &naga::valid::ModuleInfo) -> Result<(), FormsError> {
-    rewrite_all(module, info, None)
+pub(crate) fn exact(
+    module: &mut naga::Module,
+    info: &naga::valid::ModuleInfo,
+    linked: &Linked,
+) -> Result<(), FormsError> {
+    rewrite_all(module, info, linked, None)
 }
 
 /// For llvmpipe: hides every operand of a float `+ - * /` that its compiler could fold to a
@@ -50,21 +55,22 @@ pub(crate) fn opaque_constants(
     info: &naga::valid::ModuleInfo,
     word: Handle<naga::GlobalVariable>,
 ) -> Result<(), FormsError> {
-    rewrite_all(module, info, Some(word))
+    rewrite_all(module, info, &Linked::default(), Some(word))
 }
 
 fn rewrite_all(
     module: &mut naga::Module,
     info: &naga::valid::ModuleInfo,
+    linked: &Linked,
     opaque: Option<Handle<naga::GlobalVariable>>,
 ) -> Result<(), FormsError> {
     let handles: Vec<Handle<Function>> = module.functions.iter().map(|(h, _)| h).collect();
     for handle in handles {
         let fun = &mut module.functions[handle];
-        rewrite(fun, &mut module.types, &info[handle], opaque)?;
+        rewrite(fun, &mut module.types, &info[handle], linked, opaque)?;
     }
     for (index, ep) in module.entry_points.iter_mut().enumerate() {
-        rewrite(&mut ep.function, &mut module.types, info.get_entry_point(index), opaque)?;
+        rewrite(&mut ep.function, &mut module.types, info.get_entry_point(index), linked, opaque)?;
     }
     Ok(())
 }
@@ -73,6 +79,7 @@ fn rewrite(
     fun: &mut Function,
     types: &mut UniqueArena<Type>,
     info: &naga::valid::FunctionInfo,
+    linked: &Linked,
     opaque: Option<Handle<naga::GlobalVariable>>,
 ) -> Result<(), FormsError> {
     let old = std::mem::take(&mut fun.expressions);
@@ -86,6 +93,7 @@ fn rewrite(
         pending: None,
         outs: Vec::new(),
         opaque: None,
+        linked,
     };
     // The zero word is loaded once, at the top of the function, and every hidden operand ORs
     // with that one value (a load per use cost 6x on escape's loop).
@@ -135,6 +143,8 @@ struct Rewriter<'a> {
     outs: Vec<Block>,
     /// Only hide operands ([`opaque_constants`]), with this zero, loaded at the function's top.
     opaque: Option<Handle<Expression>>,
+    /// The math library's functions in this module, which builtins become calls of.
+    linked: &'a Linked,
 }
 
 fn internal(what: &str) -> FormsError {
@@ -189,6 +199,19 @@ impl Rewriter<'_> {
                 }
             }
         }
+    }
+
+    /// Calls `function` with `arguments` (new handles), returning its result.
+    fn call(
+        &mut self,
+        function: Handle<Function>,
+        arguments: Vec<Handle<Expression>>,
+        span: Span,
+    ) -> Handle<Expression> {
+        self.flush();
+        let result = self.new.append(Expression::CallResult(function), span);
+        self.stmt(Statement::Call { function, arguments, result: Some(result) }, span);
+        result
     }
 
     fn stmt(&mut self, s: Statement, span: Span) {

@@ -1,0 +1,49 @@
+// Double-f32 arithmetic: a value as the unevaluated sum hi + lo of two f32 (a `vec2<f32>`, hi
+// first), from exact IEEE operations only (no fma: every form rounds each + - * once, with no
+// contraction). Dekker's and Knuth's error-free transformations; about 47 bits of precision.
+
+// a + b exactly, as (rounded sum, its error) (Knuth's TwoSum).
+fn xcm_two_sum(a: f32, b: f32) -> vec2<f32> {
+    let s = a + b;
+    let bb = s - a;
+    return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}
+
+// a + b exactly when |a| >= |b| or a is 0 (Dekker's FastTwoSum).
+fn xcm_fast_two_sum(a: f32, b: f32) -> vec2<f32> {
+    let s = a + b;
+    return vec2<f32>(s, b - (s - a));
+}
+
+// a as two halves of at most 12 significant bits each (Veltkamp's split, 4097 = 2^12 + 1).
+fn xcm_split(a: f32) -> vec2<f32> {
+    let c = 4097.0 * a;
+    let h = c - (c - a);
+    return vec2<f32>(h, a - h);
+}
+
+// a * b exactly, as (rounded product, its error) (Dekker's TwoProduct).
+fn xcm_two_prod(a: f32, b: f32) -> vec2<f32> {
+    let p = a * b;
+    let x = xcm_split(a);
+    let y = xcm_split(b);
+    return vec2<f32>(p, ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y);
+}
+
+// The double-f32 product of two double-f32 values.
+fn xcm_df_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let p = xcm_two_prod(a.x, b.x);
+    return xcm_fast_two_sum(p.x, p.y + (a.x * b.y + a.y * b.x));
+}
+
+// c + r * acc in double-f32: one step of a Horner scheme.
+fn xcm_df_step(c: vec2<f32>, r: vec2<f32>, acc: vec2<f32>) -> vec2<f32> {
+    let p = xcm_df_mul(r, acc);
+    let s = xcm_two_sum(c.x, p.x);
+    return xcm_fast_two_sum(s.x, s.y + (c.y + p.y));
+}
+
+// 2^e for e in [-126, 127], exactly.
+fn xcm_pow2(e: i32) -> f32 {
+    return bitcast<f32>(u32(e + 127) << 23u);
+}

@@ -1,0 +1,290 @@
+//! WGSL's math functions, correctly rounded, as WGSL of our own: the library the exactness
+//! pass links into a kernel in place of the device's own `exp` and friends.
+//!
+//! A correctly rounded result is unique, so every form that computes it gives the same bits
+//! whatever device runs it (DESIGN.md section 4). The functions are written in WGSL from
+//! operations every form already makes exact (IEEE `+ - * /`, integer and bit operations,
+//! bitcasts, selects), in double-f32 where precision needs it (`df.wgsl`), so SPIR-V, MSL, PTX
+//! and the CPU form get them with no code of their own. Each is proven on every argument it can
+//! take by `scripts/math-proof` (docs/kernels.md, "Math functions").
+//!
+//! This module owns the library's source and copying its functions into a kernel's module
+//! ([`link`]); it must not rewrite the kernel's own expressions (the exactness pass turns each
+//! call of a builtin into a call of what [`link`] returns).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use naga::{Block, Expression, Function, Handle, MathFunction, Module, Span, Statement, Type, TypeInner};
+
+use crate::FormsError;
+
+/// The library's WGSL: one file per function, and the double-f32 helpers they share. It keeps
+/// to the exact subset itself (forms/tests/subset.rs).
+pub const SOURCE: &str = concat!(include_str!("df.wgsl"), "\n", include_str!("exp.wgsl"));
+
+/// The builtins the library implements, with the library function (on one f32) of each.
+const FUNCTIONS: &[(MathFunction, &str)] = &[(MathFunction::Exp, "xcm_exp")];
+
+/// Whether the library implements builtin `fun` (on f32 and vectors of f32).
+pub(crate) fn implements(fun: MathFunction) -> bool {
+    FUNCTIONS.iter().any(|&(f, _)| f == fun)
+}
+
+/// The library's module, parsed once per process.
+fn library() -> Result<&'static Module, FormsError> {
+    static LIBRARY: OnceLock<Result<Module, String>> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| naga::front::wgsl::parse_str(SOURCE).map_err(|e| e.emit_to_string(SOURCE)))
+        .as_ref()
+        .map_err(|e| FormsError::Internal(format!("the math library does not parse: {e}")))
+}
+
+/// Where each builtin's library function is in a kernel's module, after [`link`].
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Linked(HashMap<MathFunction, Handle<Function>>);
+
+impl Linked {
+    /// The function to call in place of `fun` on one f32, if the library implements it.
+    pub(crate) fn get(&self, fun: MathFunction) -> Option<Handle<Function>> {
+        self.0.get(&fun).copied()
+    }
+
+    /// Whether the kernel needed none of the library.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Copies into `module` the library functions that its kernel's builtins need, with the
+/// functions they call, named so that no WGSL name can clash with them (`__` starts no WGSL
+/// identifier).
+pub(crate) fn link(module: &mut Module) -> Result<Linked, FormsError> {
+    let used = used(module);
+    if used.is_empty() {
+        return Ok(Linked::default());
+    }
+    let library = library()?;
+    let kernel_functions = module.functions.len();
+    let mut copier = Copier { library, types: HashMap::new(), functions: HashMap::new() };
+    let mut linked = Linked::default();
+    for (fun, name) in FUNCTIONS.iter().filter(|(f, _)| used.contains(f)) {
+        let Some((handle, _)) = library.functions.iter().find(|(_, f)| f.name.as_deref() == Some(name)) else {
+            return Err(FormsError::Internal(format!("the math library has no {name}")));
+        };
+        linked.0.insert(*fun, copier.function(module, handle)?);
+    }
+    let moved = library_first(module, kernel_functions);
+    for handle in linked.0.values_mut() {
+        *handle = moved[handle.index()];
+    }
+    Ok(linked)
+}
+
+/// Reorders `module`'s functions so the library's (appended after the kernel's first `kernel`
+/// ones) come first, as a function may call only those before it; returns each old handle's
+/// new one, after rewriting every call to match.
+fn library_first(module: &mut Module, kernel: usize) -> Vec<Handle<Function>> {
+    let old = std::mem::take(&mut module.functions);
+    let total = old.len();
+    let library = total - kernel;
+    let new_index = |i: usize| if i < kernel { i + library } else { i - kernel };
+    let mut functions: Vec<Option<(Function, Span)>> = (0..total).map(|_| None).collect();
+    for (handle, fun) in old.iter() {
+        functions[new_index(handle.index())] = Some((fun.clone(), old.get_span(handle)));
+    }
+    for (fun, span) in functions.into_iter().flatten() {
+        module.functions.append(fun, span);
+    }
+    let handles: Vec<Handle<Function>> = module.functions.iter().map(|(h, _)| h).collect();
+    let moved: Vec<Handle<Function>> = (0..total).map(|i| handles[new_index(i)]).collect();
+    let mut recall = |f: &mut Handle<Function>| {
+        *f = moved[f.index()];
+        Ok(())
+    };
+    for (_, fun) in module.functions.iter_mut() {
+        // Infallible: `recall` never fails.
+        let _ = each_callee(fun, &mut recall);
+    }
+    for ep in &mut module.entry_points {
+        let _ = each_callee(&mut ep.function, &mut recall);
+    }
+    moved
+}
+
+/// Calls `f` on every function handle `fun` names (its calls and their results).
+fn each_callee(
+    fun: &mut Function,
+    f: &mut dyn FnMut(&mut Handle<Function>) -> Result<(), FormsError>,
+) -> Result<(), FormsError> {
+    for (_, e) in fun.expressions.iter_mut() {
+        if let Expression::CallResult(callee) = e {
+            f(callee)?;
+        }
+    }
+    each_call(&mut fun.body, f)
+}
+
+fn each_call(
+    block: &mut Block,
+    f: &mut dyn FnMut(&mut Handle<Function>) -> Result<(), FormsError>,
+) -> Result<(), FormsError> {
+    for (statement, _) in block.span_iter_mut() {
+        match statement {
+            Statement::Call { function, .. } => f(function)?,
+            Statement::Block(inner) => each_call(inner, f)?,
+            Statement::If { accept, reject, .. } => {
+                each_call(accept, f)?;
+                each_call(reject, f)?;
+            }
+            Statement::Switch { cases, .. } => {
+                for case in cases {
+                    each_call(&mut case.body, f)?;
+                }
+            }
+            Statement::Loop { body, continuing, .. } => {
+                each_call(body, f)?;
+                each_call(continuing, f)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The builtins of `module` that the library implements.
+fn used(module: &Module) -> Vec<MathFunction> {
+    let functions = module.functions.iter().map(|(_, f)| f).chain(module.entry_points.iter().map(|ep| &ep.function));
+    let mut used = Vec::new();
+    for fun in functions {
+        for (_, e) in fun.expressions.iter() {
+            if let Expression::Math { fun, .. } = *e {
+                if implements(fun) && !used.contains(&fun) {
+                    used.push(fun);
+                }
+            }
+        }
+    }
+    used
+}
+
+/// Copies library functions into a module, each once, with the types they name.
+struct Copier<'l> {
+    library: &'l Module,
+    types: HashMap<Handle<Type>, Handle<Type>>,
+    functions: HashMap<Handle<Function>, Handle<Function>>,
+}
+
+impl Copier<'_> {
+    fn ty(&mut self, module: &mut Module, old: Handle<Type>) -> Result<Handle<Type>, FormsError> {
+        if let Some(&new) = self.types.get(&old) {
+            return Ok(new);
+        }
+        let ty = &self.library.types[old];
+        let inner = match ty.inner {
+            ref inner @ (TypeInner::Scalar(_) | TypeInner::Vector { .. }) => inner.clone(),
+            TypeInner::Array { base, size: size @ naga::ArraySize::Constant(_), stride } => {
+                TypeInner::Array { base: self.ty(module, base)?, size, stride }
+            }
+            ref other => {
+                return Err(FormsError::Internal(format!(
+                    "the math library uses a type the linker cannot copy: {other:?}"
+                )));
+            }
+        };
+        let new = module.types.insert(Type { name: ty.name.clone(), inner }, Span::UNDEFINED);
+        self.types.insert(old, new);
+        Ok(new)
+    }
+
+    /// Copies library function `old` (and, first, what it calls) into `module`.
+    fn function(&mut self, module: &mut Module, old: Handle<Function>) -> Result<Handle<Function>, FormsError> {
+        if let Some(&new) = self.functions.get(&old) {
+            return Ok(new);
+        }
+        let mut fun = self.library.functions[old].clone();
+        fun.name = fun.name.map(|n| format!("__{n}"));
+        for arg in &mut fun.arguments {
+            arg.ty = self.ty(module, arg.ty)?;
+        }
+        if let Some(result) = &mut fun.result {
+            result.ty = self.ty(module, result.ty)?;
+        }
+        for (_, local) in fun.local_variables.iter_mut() {
+            local.ty = self.ty(module, local.ty)?;
+        }
+        for (_, e) in fun.expressions.iter_mut() {
+            self.expression(module, e)?;
+        }
+        each_callee(&mut fun, &mut |callee| {
+            *callee = self.function(module, *callee)?;
+            Ok(())
+        })?;
+        let new = module.functions.append(fun, Span::UNDEFINED);
+        self.functions.insert(old, new);
+        Ok(new)
+    }
+
+    fn expression(&mut self, module: &mut Module, e: &mut Expression) -> Result<(), FormsError> {
+        match e {
+            Expression::Compose { ty, .. } | Expression::ZeroValue(ty) => *ty = self.ty(module, *ty)?,
+            Expression::Constant(_)
+            | Expression::Override(_)
+            | Expression::GlobalVariable(_)
+            | Expression::AtomicResult { .. }
+            | Expression::WorkGroupUniformLoadResult { .. }
+            | Expression::SubgroupOperationResult { .. } => {
+                return Err(FormsError::Internal(format!(
+                    "the math library uses an expression the linker cannot copy: {e:?}"
+                )));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Kernel, make_forms};
+
+    const KERNEL: &str = r#"
+struct Tile { start: u32, count: u32, first: u32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+
+fn helper(v: f32) -> f32 {
+    return exp(v) + 1.0;
+}
+
+@compute @workgroup_size(64)
+fn k(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) { return; }
+    y[i] = exp(vec4<f32>(x[i], helper(x[i]), -x[i], 2.0 * x[i]));
+}
+"#;
+
+    #[test]
+    fn a_kernel_calling_exp_on_scalars_and_vectors_makes_every_form() {
+        let forms = make_forms(KERNEL, "k").expect("forms");
+        assert!(
+            !forms.spirv.is_empty() && forms.msl.contains("xcm_exp") && forms.ptx.contains(".entry"),
+            "{}",
+            forms.msl
+        );
+        let kernel = Kernel::from_wgsl(KERNEL, "k").expect("kernel");
+        let rust = kernel.rust(&[true, true]).expect("the CPU form");
+        assert!(rust.contains("xcm_exp"), "{rust}");
+    }
+
+    #[test]
+    fn a_kernel_without_library_functions_links_nothing() {
+        let plain = KERNEL.replace("exp(v)", "v").replace("exp(vec4", "(vec4");
+        let mut module = naga::front::wgsl::parse_str(&plain).expect("parses");
+        let before = module.functions.len();
+        assert!(super::link(&mut module).expect("links").is_empty());
+        assert_eq!(module.functions.len(), before);
+    }
+}
