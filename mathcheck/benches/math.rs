@@ -1,0 +1,44 @@
+//! Each library function's throughput in the CPU form, against Rust's `f32` function (the
+//! platform's, not correctly rounded) and CORE-MATH's (correctly rounded), on the same
+//! arguments in one run: `cargo bench -p xcd-mathcheck --bench math`. The ratios go in
+//! docs/performance.md; the goal is the CPU form within 3x of Rust's `f32::exp`.
+#![allow(missing_docs)] // criterion_group! makes undocumented public functions
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use xcd_mathcheck::{FUNCTIONS, run_cpu};
+
+/// Arguments per measured call: normal results, as programs mostly meet.
+const N: usize = 1 << 16;
+
+fn rust_f32(name: &str) -> fn(f32) -> f32 {
+    match name {
+        "exp" => f32::exp,
+        other => panic!("no Rust baseline for {other}"),
+    }
+}
+
+fn functions(c: &mut Criterion) {
+    let args: Vec<f32> = (0..N).map(|i| -80.0 + 160.0 * (i as f32 + 0.5) / N as f32).collect();
+    let mut out = vec![0f32; N];
+    let mut group = c.benchmark_group("math");
+    group.throughput(Throughput::Elements(N as u64));
+    for f in FUNCTIONS {
+        let block = (f.block)();
+        group.bench_function(BenchmarkId::new(f.name, "cpu form"), |b| {
+            b.iter(|| run_cpu(block.cpu, 1, black_box(&args), &mut out));
+        });
+        let rust = rust_f32(f.name);
+        group.bench_function(BenchmarkId::new(f.name, "rust f32"), |b| {
+            b.iter(|| out.iter_mut().zip(black_box(&args)).for_each(|(y, &x)| *y = rust(x)));
+        });
+        group.bench_function(BenchmarkId::new(f.name, "core-math"), |b| {
+            b.iter(|| out.iter_mut().zip(black_box(&args)).for_each(|(y, &x)| *y = (f.reference)(x)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, functions);
+criterion_main!(benches);
