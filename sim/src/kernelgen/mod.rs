@@ -85,6 +85,8 @@ pub enum Fun {
     Round,
     Fract,
     Sqrt,
+    /// The math library's, correctly rounded (forms/src/mathlib).
+    Exp,
     Sign,
     Saturate,
     Step,
@@ -287,6 +289,7 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Round => ("round", ""),
         Fun::Fract => ("fract", ""),
         Fun::Sqrt => ("sqrt", ""),
+        Fun::Exp => ("exp", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

@@ -274,6 +274,7 @@ impl Gen {
                     Fun::Round,
                     Fun::Fract,
                     Fun::Sqrt,
+                    Fun::Exp,
                     Fun::Sign,
                     Fun::Saturate,
                 ]);
