@@ -2,5 +2,5 @@
 //! xcd-build, so that their CPU form is the one every kernel gets.
 
 fn main() {
-    xcd_build::compile(&["wgsl/exp1.wgsl", "wgsl/exp4.wgsl"]);
+    xcd_build::compile(&["wgsl/exp1.wgsl", "wgsl/exp4.wgsl", "wgsl/exp2_1.wgsl", "wgsl/exp2_4.wgsl"]);
 }

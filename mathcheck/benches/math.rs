@@ -15,6 +15,7 @@ const N: usize = 1 << 16;
 fn rust_f32(name: &str) -> fn(f32) -> f32 {
     match name {
         "exp" => f32::exp,
+        "exp2" => f32::exp2,
         other => panic!("no Rust baseline for {other}"),
     }
 }

@@ -1,15 +1,11 @@
 // exp(x), correctly rounded (round to nearest, ties to even) for every f32 x: proven on all
 // 2^32 arguments by scripts/math-proof against CORE-MATH (docs/kernels.md, "Math functions").
 //
-// x = k ln2/8 + r with |r| <= ln2/16, so exp(x) = 2^(k>>3) * 2^((k&7)/8) * exp(r):
-// - r in double-f32 from ln2/8 split into three 13-bit parts (each k * part exact, k has at
-//   most 11 bits) and a fourth rounded one: about 2^-60 absolute error;
-// - exp(r) as its Taylor polynomial to r^8 (the r^9 term is below 2^-59), r^6..r^8 in f32 and
-//   the rest by Horner's scheme in double-f32;
-// - 2^(j/8) from a table of double-f32 values, and the product rounded once;
-// - a subnormal result rounded once, at its own precision (never twice);
-// - the few arguments where double-f32 is not precise enough to round right (found by the
-//   proof) answered from a list.
+// x = k ln2/8 + r with |r| <= ln2/16, so exp(x) = 2^(k/8) * exp(r) (`xcm_exp_scaled`), with r
+// in double-f32 from ln2/8 split into three 13-bit parts (each k * part exact, k has at most
+// 11 bits) and a fourth rounded one: about 2^-60 absolute error. The few arguments where
+// double-f32 is not precise enough to round right (found by the proof) are answered from a
+// list.
 // No intermediate value is subnormal unless the result is, so llvmpipe (which flushes them)
 // declines a tile only where the argument or the result is subnormal.
 fn xcm_exp(x: f32) -> f32 {
@@ -53,6 +49,17 @@ fn xcm_exp(x: f32) -> f32 {
     let a = xcm_two_sum(r1, -(kf * bitcast<f32>(0x36860000u)));
     let b = xcm_two_sum(a.x, -(kf * bitcast<f32>(0xaf82e000u)));
     let r = xcm_fast_two_sum(b.x, (a.y + b.y) - kf * bitcast<f32>(0xa8c21951u));
+    return xcm_exp_scaled(k, r);
+}
+
+// 2^(k/8) * exp(r) for |r| <= ln2/16 (r in double-f32), correctly rounded but for the
+// arguments whose exact value lies within about 2^-47 of a midpoint (their callers list them):
+// - exp(r) as its Taylor polynomial to r^8 (the r^9 term is below 2^-59), r^6..r^8 in f32 and
+//   the rest by Horner's scheme in double-f32;
+// - 2^(j/8) from a table of double-f32 values, and the product rounded once;
+// - 2^(k>>3) applied in two exact steps, or for a subnormal result the value rounded once, at
+//   its own precision (never twice).
+fn xcm_exp_scaled(k: i32, r: vec2<f32>) -> f32 {
     // exp(r): 1/6! + r/7! + r^2/8! in f32, then Horner's scheme in double-f32 down to 1.
     let tail = bitcast<f32>(0x3ab60b61u) + r.x * (bitcast<f32>(0x39500d01u) + r.x * bitcast<f32>(0x37d00d01u));
     var p = xcm_df_step(vec2<f32>(bitcast<f32>(0x3c088889u), bitcast<f32>(0xafeeeeefu)), r, vec2<f32>(tail, 0.0));

@@ -21,10 +21,11 @@ use crate::FormsError;
 
 /// The library's WGSL: one file per function, and the double-f32 helpers they share. It keeps
 /// to the exact subset itself (forms/tests/subset.rs).
-pub const SOURCE: &str = concat!(include_str!("df.wgsl"), "\n", include_str!("exp.wgsl"));
+pub const SOURCE: &str =
+    concat!(include_str!("df.wgsl"), "\n", include_str!("exp.wgsl"), "\n", include_str!("exp2.wgsl"));
 
 /// The builtins the library implements, with the library function (on one f32) of each.
-const FUNCTIONS: &[(MathFunction, &str)] = &[(MathFunction::Exp, "xcm_exp")];
+const FUNCTIONS: &[(MathFunction, &str)] = &[(MathFunction::Exp, "xcm_exp"), (MathFunction::Exp2, "xcm_exp2")];
 
 /// Whether the library implements builtin `fun` (on f32 and vectors of f32).
 pub(crate) fn implements(fun: MathFunction) -> bool {

@@ -87,6 +87,8 @@ pub enum Fun {
     Sqrt,
     /// The math library's, correctly rounded (forms/src/mathlib).
     Exp,
+    /// The math library's, correctly rounded.
+    Exp2,
     Sign,
     Saturate,
     Step,
@@ -290,6 +292,7 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Fract => ("fract", ""),
         Fun::Sqrt => ("sqrt", ""),
         Fun::Exp => ("exp", ""),
+        Fun::Exp2 => ("exp2", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

@@ -275,6 +275,7 @@ impl Gen {
                     Fun::Fract,
                     Fun::Sqrt,
                     Fun::Exp,
+                    Fun::Exp2,
                     Fun::Sign,
                     Fun::Saturate,
                 ]);
