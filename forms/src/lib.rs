@@ -188,6 +188,7 @@ impl Kernel {
             let module = unpanicked("reading the WGSL", || {
                 naga::front::wgsl::parse_str(wgsl).map_err(|e| FormsError::Parse(e.emit_to_string(wgsl)))
             })??;
+            subset::check_unfolded(wgsl, &module)?;
             Kernel::prepare(module, Some(wgsl), entry)
         })
     }

@@ -290,11 +290,7 @@ impl Checker<'_> {
                 "fma()",
                 "WGSL lets each device fuse it or not; write a * b + c, which every device rounds the same way",
             )),
-            other => Err(self.refuse(
-                span,
-                format!("{}()", math_name(other)),
-                "WGSL leaves its precision to each device, so devices give different bits; compute it from + - * / and sqrt, or before the block",
-            )),
+            other => Err(self.refuse(span, format!("{}()", math_name(other)), OPEN_PRECISION)),
         }
     }
 
@@ -360,6 +356,115 @@ fn math_name(f: MathFunction) -> String {
         MathFunction::Atan2 => "atan2".into(),
         _ => name,
     }
+}
+
+/// Why a builtin whose precision WGSL leaves open is refused.
+const OPEN_PRECISION: &str = "WGSL leaves its precision to each device, so devices give different bits; compute it from + - * / and sqrt, or before the block";
+
+/// Refuses a call of a math-library function that naga's WGSL reader evaluated itself: a call
+/// whose arguments are known when the kernel is read (literals, or `const`s of them)
+/// is computed then, with the host's own `f32::exp`, and leaves only its value in the module, so
+/// the library never sees it. Found by the calls the source makes that left no builtin behind.
+pub(crate) fn check_unfolded(source: &str, module: &Module) -> Result<(), FormsError> {
+    use MathFunction as M;
+    // The builtins whose precision WGSL leaves open, which the reader folds all the same: the
+    // library's, and those still refused (refused here too, else a constant argument hides them).
+    let open = [
+        M::Log,
+        M::Log2,
+        M::Pow,
+        M::Sin,
+        M::Cos,
+        M::Tan,
+        M::Asin,
+        M::Acos,
+        M::Atan,
+        M::Atan2,
+        M::Sinh,
+        M::Cosh,
+        M::Tanh,
+        M::Asinh,
+        M::Acosh,
+        M::Atanh,
+        M::InverseSqrt,
+    ];
+    for fun in crate::mathlib::functions().chain(open.into_iter().filter(|&f| !crate::mathlib::implements(f))) {
+        let name = math_name(fun);
+        let calls = calls_in_source(source, &name);
+        let functions =
+            module.functions.iter().map(|(_, f)| f).chain(module.entry_points.iter().map(|ep| &ep.function));
+        let kept: Vec<usize> = functions
+            .flat_map(|f| {
+                f.expressions.iter().filter_map(move |(h, e)| match *e {
+                    Expression::Math { fun: f2, .. } if f2 == fun => {
+                        f.expressions.get_span(h).to_range().map(|r| r.start)
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        if kept.len() >= calls.len() {
+            continue;
+        }
+        let at = calls
+            .iter()
+            .find(|c| !kept.contains(c))
+            .and_then(|&c| locate(naga::Span::new(c as u32, (c + name.len()) as u32), Some(source)));
+        if !crate::mathlib::implements(fun) {
+            return Err(FormsError::Unsupported { at, construct: format!("{name}()"), why: OPEN_PRECISION.into() });
+        }
+        return Err(FormsError::Unsupported {
+            at,
+            construct: format!("{name}() of a value known when the kernel is read"),
+            why: "the WGSL reader computes it then, with the host's own math library, which is not correctly rounded; pass the value as a parameter or in an array, or compute it before the block".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Where `source` calls `name(`: byte offsets, outside comments; none if it declares a function
+/// of that name (its calls are then its own).
+fn calls_in_source(source: &str, name: &str) -> Vec<usize> {
+    let bytes = source.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (mut at, mut depth, mut previous, mut calls) = (0, 0usize, "", Vec::new());
+    while at < bytes.len() {
+        if bytes[at..].starts_with(b"/*") {
+            depth += 1;
+            at += 2;
+        } else if depth > 0 && bytes[at..].starts_with(b"*/") {
+            depth -= 1;
+            at += 2;
+        } else if depth > 0 {
+            at += 1;
+        } else if bytes[at..].starts_with(b"//") {
+            while at < bytes.len() && bytes[at] != b'\n' {
+                at += 1;
+            }
+        } else if ident(bytes[at]) && !bytes[at].is_ascii_digit() {
+            let start = at;
+            while at < bytes.len() && ident(bytes[at]) {
+                at += 1;
+            }
+            let word = &source[start..at];
+            if word == name {
+                if previous == "fn" {
+                    return Vec::new();
+                }
+                let next = bytes[at..].iter().find(|b| !b.is_ascii_whitespace());
+                if next == Some(&b'(') {
+                    calls.push(start);
+                }
+            }
+            previous = word;
+        } else {
+            if !bytes[at].is_ascii_whitespace() {
+                previous = "";
+            }
+            at += 1;
+        }
+    }
+    calls
 }
 
 /// Checks that `module` (validated) stays within the exact subset; `source` is its WGSL text,

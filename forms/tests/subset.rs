@@ -214,3 +214,22 @@ fn the_math_library_keeps_to_the_exact_subset_itself() {
     xcd_forms::subset::check(&module, &info, Some(xcd_forms::MATH_LIBRARY))
         .expect("the library is in the exact subset");
 }
+
+#[test]
+fn a_library_function_of_a_constant_is_refused_as_the_reader_would_round_it_itself() {
+    // naga's reader evaluates these when it reads the kernel, with the host's own exp.
+    for call in ["exp(2.0)", "exp2(vec2<f32>(1.5, 3.0)).x", "x[i] + exp(c)"] {
+        let e = Kernel::from_wgsl(&kernel(&format!("    const c = 0.5;\n    y[i] = {call};")), "k")
+            .err()
+            .unwrap_or_else(|| panic!("{call} is refused"));
+        let FormsError::Unsupported { at, construct, .. } = &e else { panic!("{call}: {e}") };
+        assert!(construct.ends_with("() of a value known when the kernel is read"), "{call}: {construct}");
+        assert!(at.is_some(), "{call}: {e}");
+    }
+    // A builtin still refused is refused with a constant argument too, at its line.
+    let e = refused(&kernel("    y[i] = sin(1.0);"));
+    assert!(e.to_string().contains("line 9:12: sin() is not in the exact subset"), "{e}");
+    // Calls of values the kernel computes are not, nor calls in comments.
+    let fine = kernel("    // exp(1.0)\n    /* exp2(2.0) /* nested */ */\n    y[i] = exp(x[i]) + exp2 (x[i]);");
+    Kernel::from_wgsl(&fine, "k").expect("a computed argument reaches the library");
+}

@@ -27,6 +27,11 @@ pub const SOURCE: &str =
 /// The builtins the library implements, with the library function (on one f32) of each.
 const FUNCTIONS: &[(MathFunction, &str)] = &[(MathFunction::Exp, "xcm_exp"), (MathFunction::Exp2, "xcm_exp2")];
 
+/// The builtins the library implements.
+pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {
+    FUNCTIONS.iter().map(|&(f, _)| f)
+}
+
 /// Whether the library implements builtin `fun` (on f32 and vectors of f32).
 pub(crate) fn implements(fun: MathFunction) -> bool {
     FUNCTIONS.iter().any(|&(f, _)| f == fun)
