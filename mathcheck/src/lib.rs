@@ -29,7 +29,7 @@ pub struct Function {
 
 /// Every one-argument function of the library.
 pub const FUNCTIONS: &[Function] = &[
-    Function { name: "exp", block: exp1::block, block4: exp4::block, reference: core_math::expf },
+    Function { name: "exp", block: exp_1::block, block4: exp_4::block, reference: core_math::expf },
     Function { name: "exp2", block: exp2_1::block, block4: exp2_4::block, reference: core_math::exp2f },
 ];
 
