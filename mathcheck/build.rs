@@ -3,7 +3,7 @@
 //! vec4<f32>, componentwise), written here from one template into OUT_DIR.
 
 /// The library's one-argument functions, as WGSL names them.
-const FUNCTIONS: &[&str] = &["exp", "exp2"];
+const FUNCTIONS: &[&str] = &["exp", "exp2", "log", "log2"];
 
 /// A kernel applying `FUN` to each element of `x`, of type `ELEM`, into `y`.
 const TEMPLATE: &str = "// FUN on each ELEM of x.

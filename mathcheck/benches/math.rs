@@ -12,20 +12,29 @@ use xcd_mathcheck::{FUNCTIONS, run_cpu};
 /// Arguments per measured call: normal results, as programs mostly meet.
 const N: usize = 1 << 16;
 
+/// `N` arguments evenly over the range a program mostly gives `name`: [-80, 80] for the
+/// exponentials, (0, 160] for the logarithms.
+fn arguments(name: &str) -> Vec<f32> {
+    let (low, width) = if name.starts_with("log") { (0.0, 160.0) } else { (-80.0, 160.0) };
+    (0..N).map(|i| low + width * (i as f32 + 0.5) / N as f32).collect()
+}
+
 fn rust_f32(name: &str) -> fn(f32) -> f32 {
     match name {
         "exp" => f32::exp,
         "exp2" => f32::exp2,
+        "log" => f32::ln,
+        "log2" => f32::log2,
         other => panic!("no Rust baseline for {other}"),
     }
 }
 
 fn functions(c: &mut Criterion) {
-    let args: Vec<f32> = (0..N).map(|i| -80.0 + 160.0 * (i as f32 + 0.5) / N as f32).collect();
     let mut out = vec![0f32; N];
     let mut group = c.benchmark_group("math");
     group.throughput(Throughput::Elements(N as u64));
     for f in FUNCTIONS {
+        let args = arguments(f.name);
         let block = (f.block)();
         group.bench_function(BenchmarkId::new(f.name, "cpu form"), |b| {
             b.iter(|| run_cpu(block.cpu, 1, black_box(&args), &mut out));

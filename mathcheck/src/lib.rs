@@ -31,6 +31,8 @@ pub struct Function {
 pub const FUNCTIONS: &[Function] = &[
     Function { name: "exp", block: exp_1::block, block4: exp_4::block, reference: core_math::expf },
     Function { name: "exp2", block: exp2_1::block, block4: exp2_4::block, reference: core_math::exp2f },
+    Function { name: "log", block: log_1::block, block4: log_4::block, reference: core_math::logf },
+    Function { name: "log2", block: log2_1::block, block4: log2_4::block, reference: core_math::log2f },
 ];
 
 /// The function called `name`.

@@ -47,3 +47,23 @@ fn xcm_df_step(c: vec2<f32>, r: vec2<f32>, acc: vec2<f32>) -> vec2<f32> {
 fn xcm_pow2(e: i32) -> f32 {
     return bitcast<f32>(u32(e + 127) << 23u);
 }
+
+// hi + rest.x + rest.y rounded once (to nearest, ties to even), for rest a double-f32 value
+// (|rest.y| <= ulp(rest.x) / 2) below ulp(hi) or so. The sum is split exactly into
+// s + t.x + t.y, and t.x + t.y rounded to odd (t.x moved by one unit in its last place towards
+// t.y where t.x is even and t.y is not 0): a midpoint of the f32 grid near s is an even
+// multiple of t.x's unit, which the exact sum and s + (rounded t) then lie on the same side of.
+fn xcm_round_sum(hi: f32, rest: vec2<f32>) -> f32 {
+    let s = xcm_two_sum(hi, rest.x);
+    let t = xcm_two_sum(s.y, rest.y);
+    let b = bitcast<u32>(t.x);
+    var odd = t.x;
+    if (t.y != 0.0 && (b & 1u) == 0u) {
+        if ((t.y > 0.0) == (t.x > 0.0)) {
+            odd = bitcast<f32>(b + 1u);
+        } else {
+            odd = bitcast<f32>(b - 1u);
+        }
+    }
+    return s.x + odd;
+}

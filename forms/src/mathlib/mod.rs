@@ -21,11 +21,25 @@ use crate::FormsError;
 
 /// The library's WGSL: one file per function, and the double-f32 helpers they share. It keeps
 /// to the exact subset itself (forms/tests/subset.rs).
-pub const SOURCE: &str =
-    concat!(include_str!("df.wgsl"), "\n", include_str!("exp.wgsl"), "\n", include_str!("exp2.wgsl"));
+pub const SOURCE: &str = concat!(
+    include_str!("df.wgsl"),
+    "\n",
+    include_str!("exp.wgsl"),
+    "\n",
+    include_str!("exp2.wgsl"),
+    "\n",
+    include_str!("log.wgsl"),
+    "\n",
+    include_str!("log2.wgsl"),
+);
 
 /// The builtins the library implements, with the library function (on one f32) of each.
-const FUNCTIONS: &[(MathFunction, &str)] = &[(MathFunction::Exp, "xcm_exp"), (MathFunction::Exp2, "xcm_exp2")];
+const FUNCTIONS: &[(MathFunction, &str)] = &[
+    (MathFunction::Exp, "xcm_exp"),
+    (MathFunction::Exp2, "xcm_exp2"),
+    (MathFunction::Log, "xcm_log"),
+    (MathFunction::Log2, "xcm_log2"),
+];
 
 /// The builtins the library implements.
 pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {

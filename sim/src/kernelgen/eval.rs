@@ -357,6 +357,8 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         // Correctly rounded, as the math library's is (CORE-MATH's, proven so).
         Fun::Exp => core_math::expf(fl(0)),
         Fun::Exp2 => core_math::exp2f(fl(0)),
+        Fun::Log => core_math::logf(fl(0)),
+        Fun::Log2 => core_math::log2f(fl(0)),
         Fun::Sign => {
             let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
             if fl(0) < 0.0 { -1.0 } else { s }

@@ -89,6 +89,10 @@ pub enum Fun {
     Exp,
     /// The math library's, correctly rounded.
     Exp2,
+    /// The math library's, correctly rounded.
+    Log,
+    /// The math library's, correctly rounded.
+    Log2,
     Sign,
     Saturate,
     Step,
@@ -293,6 +297,8 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Sqrt => ("sqrt", ""),
         Fun::Exp => ("exp", ""),
         Fun::Exp2 => ("exp2", ""),
+        Fun::Log => ("log", ""),
+        Fun::Log2 => ("log2", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

@@ -276,6 +276,8 @@ impl Gen {
                     Fun::Sqrt,
                     Fun::Exp,
                     Fun::Exp2,
+                    Fun::Log,
+                    Fun::Log2,
                     Fun::Sign,
                     Fun::Saturate,
                 ]);
