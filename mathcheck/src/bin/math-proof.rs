@@ -3,14 +3,22 @@
 //! result. Prints, per function, the arguments tried, the results not correctly rounded and
 //! the largest error in ulps, and the first wrong arguments; exits 1 if any result is wrong.
 //!
-//! `math-proof [NAME…]` (default: every function); `XCD_PROOF_THREADS` sets the threads (default:
-//! every core).
+//! With `--llvmpipe`, the same on the software Vulkan device, which flushes subnormals and so
+//! declines a tile that meets one: every argument whose argument and result are both normal
+//! (or zero, infinite, NaN) runs there, and any tile it declines is a failure too, as the
+//! library's own intermediate values must never be subnormal.
+//!
+//! `math-proof [--llvmpipe] [NAME…]` (default: every function); `XCD_PROOF_THREADS` sets the
+//! CPU form's threads (default: every core).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use bytes::Bytes;
+use xcd_engine::{DeviceHandle, EngineError, TileJob};
 use xcd_mathcheck::{FUNCTIONS, Function, run_cpu, same, ulps};
+use xcd_wire::Tile;
 
 /// Arguments per tile.
 const CHUNK: u64 = 1 << 20;
@@ -23,6 +31,26 @@ struct Found {
     wrong: u64,
     worst: u64,
     first: Vec<(u32, u32, u32)>,
+}
+
+impl Found {
+    /// Compares each result with the reference's, keeping what differs.
+    fn check(&mut self, f: &Function, args: &[f32], got: &[f32]) {
+        for (&a, &got) in args.iter().zip(got) {
+            let want = (f.reference)(a);
+            if !same(got, want) {
+                self.wrong += 1;
+                self.worst = self.worst.max(ulps(got, want));
+                self.first.push((a.to_bits(), got.to_bits(), want.to_bits()));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Found) {
+        self.wrong += other.wrong;
+        self.worst = self.worst.max(other.worst);
+        self.first.extend(other.first);
+    }
 }
 
 fn prove(f: &Function, threads: usize) -> Found {
@@ -43,19 +71,9 @@ fn prove(f: &Function, threads: usize) -> Found {
                     }
                     run_cpu(block.cpu, 1, &x, &mut y);
                     let mut local = Found::default();
-                    for (&a, &got) in x.iter().zip(&y) {
-                        let want = (f.reference)(a);
-                        if !same(got, want) {
-                            local.wrong += 1;
-                            local.worst = local.worst.max(ulps(got, want));
-                            local.first.push((a.to_bits(), got.to_bits(), want.to_bits()));
-                        }
-                    }
+                    local.check(f, &x, &y);
                     if local.wrong > 0 {
-                        let mut all = found.lock().unwrap_or_else(|e| e.into_inner());
-                        all.wrong += local.wrong;
-                        all.worst = all.worst.max(local.worst);
-                        all.first.extend(local.first);
+                        found.lock().unwrap_or_else(|e| e.into_inner()).merge(local);
                     }
                 }
             });
@@ -66,32 +84,132 @@ fn prove(f: &Function, threads: usize) -> Found {
     found
 }
 
+/// What a run on llvmpipe found beyond wrong results: the arguments it skipped (a subnormal
+/// argument or result) and the tiles it declined.
+#[derive(Debug, Default)]
+struct OnDevice {
+    ran: u64,
+    skipped: u64,
+    declined: Vec<String>,
+}
+
+fn prove_on(f: &Function, device: &DeviceHandle) -> Result<(Found, OnDevice), EngineError> {
+    let id = device.load_blocking((f.block)().desc.clone())?;
+    let (mut found, mut seen) = (Found::default(), OnDevice::default());
+    let mut args: Vec<f32> = Vec::with_capacity(CHUNK as usize);
+    let run = |args: &mut Vec<f32>, found: &mut Found, seen: &mut OnDevice| -> Result<(), EngineError> {
+        let job = TileJob {
+            block: id,
+            tile: Tile { start: 0, count: args.len() as u32 },
+            params: Vec::new(),
+            inputs: vec![Bytes::copy_from_slice(bytemuck::cast_slice(args))],
+            whole: Vec::new(),
+        };
+        match device.run_blocking(job) {
+            Ok(done) => {
+                let got: Vec<f32> =
+                    done.outputs[0].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                found.check(f, args, &got);
+                seen.ran += args.len() as u64;
+            }
+            Err(EngineError::Inexact { reason, .. }) => {
+                seen.declined.push(format!(
+                    "{:#010x}..={:#010x}: {reason}",
+                    args[0].to_bits(),
+                    args[args.len() - 1].to_bits()
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        args.clear();
+        Ok(())
+    };
+    let started = Instant::now();
+    for bits in 0..=u32::MAX {
+        if bits % (1 << 28) == 0 && bits > 0 {
+            let done = f64::from(bits) / 2f64.powi(32);
+            let left = started.elapsed().as_secs_f64() * (1.0 - done) / done;
+            eprintln!("{}: {:.0}% on llvmpipe, about {left:.0} s left", f.name, done * 100.0);
+        }
+        let x = f32::from_bits(bits);
+        if x.is_subnormal() || (f.reference)(x).is_subnormal() {
+            seen.skipped += 1;
+            continue;
+        }
+        args.push(x);
+        if args.len() == CHUNK as usize {
+            run(&mut args, &mut found, &mut seen)?;
+        }
+    }
+    if !args.is_empty() {
+        run(&mut args, &mut found, &mut seen)?;
+    }
+    found.first.sort_unstable();
+    Ok((found, seen))
+}
+
+fn report(f: &Function, found: &Found, tried: u64, how: String) {
+    println!(
+        "{}: {tried} arguments tried, {} not correctly rounded, largest error {} ulp ({how})",
+        f.name, found.wrong, found.worst
+    );
+    for (x, got, want) in found.first.iter().take(LISTED) {
+        println!(
+            "  {}({:e}) = {x:#010x}: gave {got:#010x}, correctly rounded {want:#010x}",
+            f.name,
+            f32::from_bits(*x)
+        );
+    }
+}
+
 fn main() {
-    let names: Vec<String> = std::env::args().skip(1).collect();
+    let mut names: Vec<String> = std::env::args().skip(1).collect();
+    let llvmpipe = names.iter().any(|n| n == "--llvmpipe");
+    names.retain(|n| n != "--llvmpipe");
     let threads = std::env::var("XCD_PROOF_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let device = if llvmpipe {
+        let found = xcd_engine::discover().devices.into_iter().find(|d| d.info().id.starts_with("vulkan:llvmpipe"));
+        let Some(device) = found else {
+            eprintln!("math-proof: no llvmpipe device here: install mesa-vulkan-drivers (scripts/deps --tests)");
+            std::process::exit(2);
+        };
+        Some(device)
+    } else {
+        None
+    };
     let mut failed = false;
     for f in FUNCTIONS.iter().filter(|f| names.is_empty() || names.iter().any(|n| n == f.name)) {
         let started = Instant::now();
-        let found = prove(f, threads);
-        println!(
-            "{}: {} arguments tried, {} not correctly rounded, largest error {} ulp ({:.0} s, {threads} threads)",
-            f.name,
-            1u64 << 32,
-            found.wrong,
-            found.worst,
-            started.elapsed().as_secs_f64()
-        );
-        for (x, got, want) in found.first.iter().take(LISTED) {
-            println!(
-                "  {}({:e}) = {x:#010x}: gave {got:#010x}, correctly rounded {want:#010x}",
-                f.name,
-                f32::from_bits(*x)
-            );
+        match &device {
+            None => {
+                let found = prove(f, threads);
+                let how = format!("CPU form, {:.0} s, {threads} threads", started.elapsed().as_secs_f64());
+                report(f, &found, 1 << 32, how);
+                failed |= found.wrong > 0;
+            }
+            Some(device) => match prove_on(f, device) {
+                Ok((found, seen)) => {
+                    let how = format!(
+                        "llvmpipe, {} skipped for a subnormal argument or result, {} tiles declined, {:.0} s",
+                        seen.skipped,
+                        seen.declined.len(),
+                        started.elapsed().as_secs_f64()
+                    );
+                    report(f, &found, seen.ran, how);
+                    for tile in seen.declined.iter().take(LISTED) {
+                        println!("  declined {tile}");
+                    }
+                    failed |= found.wrong > 0 || !seen.declined.is_empty();
+                }
+                Err(e) => {
+                    println!("{}: llvmpipe failed: {e}", f.name);
+                    failed = true;
+                }
+            },
         }
-        failed |= found.wrong > 0;
     }
     std::process::exit(i32::from(failed));
 }
