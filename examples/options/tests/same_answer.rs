@@ -27,16 +27,10 @@ fn options_program(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (Vec<Str
     (String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect(), stderr)
 }
 
-fn has_gpu(home: &Path) -> bool {
-    Command::new(env!("CARGO_BIN_EXE_options"))
-        .args(["--options", "64"])
-        .env("XCC_HOME", home)
-        .env("XC_PAR_WORKERS", "gpu")
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .output()
-        .expect("options starts")
-        .status
-        .success()
+/// Whether this machine has a Vulkan device (llvmpipe at least, where Mesa is installed): asked
+/// of the engine, so that a GPU run that fails is a failure, not a skip.
+fn has_gpu() -> bool {
+    xcd_engine::discover().devices.iter().any(|d| d.info().id.starts_with("vulkan:"))
 }
 
 #[test]
@@ -47,7 +41,7 @@ fn every_local_worker_gives_one_checksum() {
     assert!(cpu[0].starts_with("mean call "), "{cpu:?}");
     assert_eq!(cpu[1].len(), 16, "the checksum is 16 hex digits: {cpu:?}");
     assert!(report.contains("across cpu ("), "{report}");
-    if !has_gpu(home.path()) {
+    if !has_gpu() {
         assert!(std::env::var_os("CI").is_none(), "CI installs llvmpipe, so a GPU worker must exist");
         eprintln!("skipped the GPU runs: no GPU worker here");
         return;
@@ -114,8 +108,10 @@ fn the_prices_are_black_scholes_and_keep_put_call_parity() {
     for i in 0..n {
         let (s, k, t) = (f64::from(spot[i]), f64::from(strike[i]), f64::from(years[i]));
         let (want_call, want_put) = black_scholes(s, k, t, 0.02, 0.3);
-        // f32 arithmetic on prices up to 100: a few units in the last place of the larger.
-        let close = |got: f32, want: f64| (f64::from(got) - want).abs() <= 2e-5 * (s + k);
+        // f32 arithmetic on prices up to 100: within a few units in the last place of s + k (a
+        // model of the kernel in f32 with correctly rounded exp and log is off by 8.5e-8 (s + k)
+        // at most on these options).
+        let close = |got: f32, want: f64| (f64::from(got) - want).abs() <= 5e-7 * (s + k);
         assert!(close(call[i], want_call), "call at S={s} K={k} T={t}: {} against {want_call}", call[i]);
         assert!(close(put[i], want_put), "put at S={s} K={k} T={t}: {} against {want_put}", put[i]);
         let parity = s - k * (-0.02 * t).exp();
@@ -148,8 +144,11 @@ fn bad_arguments_are_refused_with_what_to_give() {
     let home = tempfile::tempdir().expect("XCC_HOME");
     for (args, says) in [
         (["--options", "0"], "give --options above 0"),
-        (["--volatility", "0"], "is not a positive number"),
-        (["--rate", "NaN"], "is not a number"),
+        (["--volatility", "0"], "outside [0.0001, 10]"),
+        (["--volatility", "1e-30"], "outside [0.0001, 10]"),
+        (["--volatility", "NaN"], "outside [0.0001, 10]"),
+        (["--rate", "NaN"], "outside [-1, 1]"),
+        (["--rate", "-9"], "outside [-1, 1]"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_options"))
             .args(args)

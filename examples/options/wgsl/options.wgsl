@@ -18,9 +18,10 @@ struct Tile {
 
 // The standard normal distribution function, by Abramowitz and Stegun's 26.2.17 (absolute
 // error below 7.5e-8): 1 - phi(d) * (a polynomial in 1 / (1 + p |d|)) for d >= 0, where phi is
-// the normal density, exp(-d^2 / 2) / sqrt(2 pi). d is taken within [-10, 10], where the
-// function is within 8e-24 of 0 or 1: beyond, the density falls to subnormal values, which a
-// device that flushes them (llvmpipe) cannot compute, so its tiles would leave it.
+// the normal density, exp(-d^2 / 2) / sqrt(2 pi). d is taken within [-10, 10] (at the ends
+// the function is within 8e-24 of 0 or 1): from |d| near 12.9 the tail's value is subnormal,
+// which a device that flushes subnormals (llvmpipe) cannot compute, so its tiles would leave
+// it; the margin keeps every value normal.
 fn normal_cdf(d: f32) -> f32 {
     let x = clamp(d, -10.0, 10.0);
     let k = 1.0 / (1.0 + 0.2316419 * abs(x));

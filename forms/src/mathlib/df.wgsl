@@ -49,10 +49,12 @@ fn xcm_pow2(e: i32) -> f32 {
 }
 
 // hi + rest.x + rest.y rounded once (to nearest, ties to even), for rest a double-f32 value
-// (|rest.y| <= ulp(rest.x) / 2) below ulp(hi) or so. The sum is split exactly into
-// s + t.x + t.y, and t.x + t.y rounded to odd (t.x moved by one unit in its last place towards
-// t.y where t.x is even and t.y is not 0): a midpoint of the f32 grid near s is an even
-// multiple of t.x's unit, which the exact sum and s + (rounded t) then lie on the same side of.
+// (|rest.y| <= ulp(rest.x) / 2) that does not cancel most of hi. The sum is split exactly into
+// s + t.x + t.y (|t.x| <= ulp(s) / 2), and t.x + t.y rounded to odd (t.x moved by one unit in
+// its last place towards t.y where t.x is even and t.y is not 0): a midpoint of the f32 grid
+// near s is an even multiple of t.x's unit, which the exact sum and s + (rounded t) then lie
+// on the same side of. Where hi is 0 (or small) the result is rest.x + rest.y rounded, so its
+// precision is rest's own.
 fn xcm_round_sum(hi: f32, rest: vec2<f32>) -> f32 {
     let s = xcm_two_sum(hi, rest.x);
     let t = xcm_two_sum(s.y, rest.y);
