@@ -20,7 +20,7 @@ struct Cli {
     #[arg(long, default_value_t = 1_000_000)]
     options: u32,
     /// The riskless interest rate, per year (0.02 is 2%), in [-1, 1].
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, allow_negative_numbers = true)]
     rate: f32,
     /// The volatility of the underlying, per square root of a year, in [0.0001, 10].
     #[arg(long, default_value_t = 0.30)]

@@ -160,4 +160,12 @@ fn bad_arguments_are_refused_with_what_to_give() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+    // A negative rate (some currencies have had one) is a rate, not a flag.
+    let out = Command::new(env!("CARGO_BIN_EXE_options"))
+        .args(["--options", "100", "--rate", "-0.005"])
+        .env("XCC_HOME", home.path())
+        .env("XC_PAR_WORKERS", "cpu")
+        .output()
+        .expect("options starts");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
