@@ -178,6 +178,8 @@ pub struct Kernel {
     info: naga::valid::ModuleInfo,
     entry: String,
     interface: Interface,
+    /// Where the math library's functions are in `module`.
+    linked: mathlib::Linked,
 }
 
 impl Kernel {
@@ -237,7 +239,7 @@ impl Kernel {
         unpanicked("rewriting the kernel", || exact::exact(&mut module, &info, &linked))??;
         let info = validate(&module, None)
             .map_err(|e| FormsError::Internal(format!("the exact kernel does not validate: {e}")))?;
-        Ok(Kernel { module, info, entry: entry.to_owned(), interface })
+        Ok(Kernel { module, info, entry: entry.to_owned(), interface, linked })
     }
 
     /// What the kernel binds.
@@ -320,9 +322,28 @@ impl Kernel {
     }
 
     /// The CPU form as Rust source ([`rust`]): the items of a module whose `cpu` function runs
-    /// one tile for `xcd_runtime`; `per_item[k]` says array `k` is per-item (not whole).
+    /// one tile for `xcd_runtime`; `per_item[k]` says array `k` is per-item (not whole). It
+    /// calls the math library's f64 fast path (`xcd_runtime::cpumath`) where there is one,
+    /// falling back to the library's WGSL, which gives the same (correctly rounded) bits.
     pub fn rust(&self, per_item: &[bool]) -> Result<String, FormsError> {
-        on_big_stack(|| unpanicked("writing the CPU form", || rust::write(&self.module, &self.entry, per_item))?)
+        self.rust_with(per_item, &self.linked.natives())
+    }
+
+    /// The CPU form with the math library's WGSL alone, never its f64 fast path: the code the
+    /// GPU forms run, transcribed, which is how `scripts/math-proof` proves that code on every
+    /// argument. Not for programs ([`Kernel::rust`] gives the same bits, faster).
+    pub fn rust_library_as_wgsl(&self, per_item: &[bool]) -> Result<String, FormsError> {
+        self.rust_with(per_item, &[])
+    }
+
+    fn rust_with(
+        &self,
+        per_item: &[bool],
+        native: &[(naga::Handle<naga::Function>, &'static str)],
+    ) -> Result<String, FormsError> {
+        on_big_stack(|| {
+            unpanicked("writing the CPU form", || rust::write(&self.module, &self.entry, per_item, native))?
+        })
     }
 
     /// The Rust element type of each array the CPU form binds (`f32`, `[u32; 4]`, …), in

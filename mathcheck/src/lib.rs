@@ -14,6 +14,12 @@ use xcd_runtime::{CpuArg, CpuKernel, CpuTile};
 
 xcd_runtime::include_blocks!();
 
+/// Each function's `NAME_1` block with the library's WGSL alone, never the f64 fast path of
+/// `xcd-cpumath`: the GPU forms' code, transcribed (`Kernel::rust_library_as_wgsl`).
+pub mod as_wgsl {
+    include!(concat!(env!("OUT_DIR"), "/library_as_wgsl.rs"));
+}
+
 /// One function of the library on one f32.
 #[derive(Debug, Clone, Copy)]
 pub struct Function {
@@ -23,16 +29,48 @@ pub struct Function {
     pub block: fn() -> xcd_runtime::Block,
     /// The block that applies it to each vec4<f32>, componentwise.
     pub block4: fn() -> xcd_runtime::Block,
+    /// `block`'s CPU form with the library's WGSL alone (what the GPU forms compute).
+    pub wgsl: CpuKernel,
+    /// The CPU form's f64 fast path (`xcd-cpumath`), `None` where the WGSL must decide.
+    pub fast: fn(f32) -> Option<f32>,
     /// The correctly rounded result (CORE-MATH).
     pub reference: fn(f32) -> f32,
 }
 
 /// Every one-argument function of the library.
 pub const FUNCTIONS: &[Function] = &[
-    Function { name: "exp", block: exp_1::block, block4: exp_4::block, reference: core_math::expf },
-    Function { name: "exp2", block: exp2_1::block, block4: exp2_4::block, reference: core_math::exp2f },
-    Function { name: "log", block: log_1::block, block4: log_4::block, reference: core_math::logf },
-    Function { name: "log2", block: log2_1::block, block4: log2_4::block, reference: core_math::log2f },
+    Function {
+        name: "exp",
+        block: exp_1::block,
+        block4: exp_4::block,
+        wgsl: as_wgsl::exp_1::cpu,
+        fast: xcd_runtime::cpumath::exp,
+        reference: core_math::expf,
+    },
+    Function {
+        name: "exp2",
+        block: exp2_1::block,
+        block4: exp2_4::block,
+        wgsl: as_wgsl::exp2_1::cpu,
+        fast: xcd_runtime::cpumath::exp2,
+        reference: core_math::exp2f,
+    },
+    Function {
+        name: "log",
+        block: log_1::block,
+        block4: log_4::block,
+        wgsl: as_wgsl::log_1::cpu,
+        fast: xcd_runtime::cpumath::log,
+        reference: core_math::logf,
+    },
+    Function {
+        name: "log2",
+        block: log2_1::block,
+        block4: log2_4::block,
+        wgsl: as_wgsl::log2_1::cpu,
+        fast: xcd_runtime::cpumath::log2,
+        reference: core_math::log2f,
+    },
 ];
 
 /// The function called `name`.

@@ -1,5 +1,6 @@
 //! Each function of the math library, bit for bit against CORE-MATH's correctly rounded result,
-//! on the CPU form, the PTX interpreter and llvmpipe: the special values, the hard cases the
+//! on the CPU form (its f64 fast path and the WGSL it falls back to), the library's WGSL alone
+//! (transcribed: the GPU forms' code), the PTX interpreter and llvmpipe: the special values, the hard cases the
 //! long-form proof (scripts/math-proof) found, and random arguments (`XCD_MATH_RANDOM` of them,
 //! default 1,000,000, every bit pattern alike, so NaNs, infinities and subnormals too).
 //!
@@ -195,6 +196,42 @@ fn the_cpu_form_rounds_every_argument_correctly_on_scalars_and_vectors() {
         let mut y4 = vec![0f32; args.len()];
         run_cpu((f.block4)().cpu, 4, &args, &mut y4);
         assert!(y.iter().zip(&y4).all(|(a, b)| a.to_bits() == b.to_bits()), "{}: vec4 differs from f32", f.name);
+    }
+}
+
+#[test]
+fn the_library_s_wgsl_alone_rounds_every_argument_correctly() {
+    for f in FUNCTIONS {
+        let args = arguments(f);
+        let mut y = vec![0f32; args.len()];
+        run_cpu(f.wgsl, 1, &args, &mut y);
+        let bad = wrong(f, &args, &y);
+        assert!(bad.is_empty(), "{} wrong:\n{}", bad.len(), bad.join("\n"));
+    }
+}
+
+/// The fast path's `None` (an f64 value too near an f32 midpoint) is rare, so random arguments
+/// barely reach the fallback: here 2^20 arguments in a row from where each function's results
+/// are ordinary normal numbers give some hundreds of them, found afresh on every run.
+#[test]
+fn the_cpu_form_falls_back_to_the_wgsl_where_the_fast_path_cannot_say() {
+    for f in FUNCTIONS {
+        let start = if f.name.starts_with("log") { 1.5f32 } else { 0.75f32 }.to_bits();
+        let scan: Vec<f32> = (start..start + (1 << 20)).map(f32::from_bits).collect();
+        let undecided: Vec<f32> = scan.iter().copied().filter(|&x| (f.fast)(x).is_none()).collect();
+        assert!(undecided.len() >= 16, "{}: only {} arguments left to the fallback", f.name, undecided.len());
+        let mut y = vec![0f32; undecided.len()];
+        run_cpu((f.block)().cpu, 1, &undecided, &mut y);
+        let bad = wrong(f, &undecided, &y);
+        assert!(bad.is_empty(), "{} wrong where the fallback decides:\n{}", bad.len(), bad.join("\n"));
+        let decided: Vec<String> = scan
+            .iter()
+            .filter_map(|&x| Some((x, (f.fast)(x)?)))
+            .filter(|&(x, y)| !same(y, (f.reference)(x)))
+            .take(20)
+            .map(|(x, y)| format!("{}({:#010x}) = {:#010x}", f.name, x.to_bits(), y.to_bits()))
+            .collect();
+        assert!(decided.is_empty(), "the fast path is wrong:\n{}", decided.join("\n"));
     }
 }
 

@@ -25,6 +25,8 @@
 
 pub mod args;
 pub mod block;
+/// The math library's f64 fast path, which generated CPU forms call (`xcd-cpumath`).
+pub use xcd_cpumath as cpumath;
 pub use xcd_home as home;
 /// The wire types, for code `xcd-build` generates.
 pub use xcd_wire as wire;

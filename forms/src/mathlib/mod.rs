@@ -41,6 +41,19 @@ const FUNCTIONS: &[(MathFunction, &str)] = &[
     (MathFunction::Log2, "xcm_log2"),
 ];
 
+/// The CPU form's fast path for a builtin, if it has one: the function of `xcd-cpumath` (as
+/// the runtime re-exports it) that evaluates it in f64 and says `None` where the library's
+/// WGSL must decide. Each is proven with its fallback on every argument (scripts/math-proof).
+fn native(fun: MathFunction) -> Option<&'static str> {
+    Some(match fun {
+        MathFunction::Exp => "::xcd_runtime::cpumath::exp",
+        MathFunction::Exp2 => "::xcd_runtime::cpumath::exp2",
+        MathFunction::Log => "::xcd_runtime::cpumath::log",
+        MathFunction::Log2 => "::xcd_runtime::cpumath::log2",
+        _ => return None,
+    })
+}
+
 /// The builtins the library implements.
 pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {
     FUNCTIONS.iter().map(|&(f, _)| f)
@@ -73,6 +86,11 @@ impl Linked {
     /// Whether the kernel needed none of the library.
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Each linked function that the CPU form may call natively, with the Rust path to call.
+    pub(crate) fn natives(&self) -> Vec<(Handle<Function>, &'static str)> {
+        self.0.iter().filter_map(|(&fun, &handle)| Some((handle, native(fun)?))).collect()
     }
 }
 
@@ -296,7 +314,12 @@ fn k(@builtin(global_invocation_id) gid: vec3<u32>) {
         );
         let kernel = Kernel::from_wgsl(KERNEL, "k").expect("kernel");
         let rust = kernel.rust(&[true, true]).expect("the CPU form");
-        assert!(rust.contains("xcm_exp"), "{rust}");
+        // The f64 fast path first, the WGSL's function where it says None; five calls (one in
+        // `helper`, four for the vector's components).
+        assert_eq!(rust.matches("match ::xcd_runtime::cpumath::exp(").count(), 5, "{rust}");
+        assert!(rust.contains("None => xc_fn___xcm_exp(xc, "), "{rust}");
+        let alone = kernel.rust_library_as_wgsl(&[true, true]).expect("the CPU form, WGSL alone");
+        assert!(alone.contains("xc_fn___xcm_exp(xc, ") && !alone.contains("cpumath"), "{alone}");
     }
 
     #[test]

@@ -130,7 +130,13 @@ pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle
             if let Some(name) = &fun.name {
                 w.line(format!("/// WGSL `fn {name}`."));
             }
-            w.line("#[inline(always)]");
+            if w.native.iter().any(|(n, _)| *n == h) {
+                // Called only where the fast path cannot say: kept out of the hot loop.
+                w.line("#[cold]");
+                w.line("#[inline(never)]");
+            } else {
+                w.line("#[inline(always)]");
+            }
             w.line(format!("fn {}({}){result} {{", w.fn_names[h.index()], params.join(", ")));
         }
         None => {
@@ -268,7 +274,11 @@ impl<'f> Frame<'f> {
                 args.push(self.value(w, a)?);
             }
         }
-        let call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
+        let mut call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
+        if let Some(&(_, fast)) = w.native.iter().find(|(h, _)| *h == function) {
+            // The f64 fast path, and the library's WGSL where it cannot say (same bits).
+            call = format!("match {fast}({}) {{ Some(xc_v) => xc_v, None => {call} }}", args[1..].join(", "));
+        }
         match result {
             Some(r) => {
                 let ty = self.type_of(w, r)?;

@@ -70,6 +70,9 @@ pub(crate) struct Writer<'m> {
     pub(crate) uniform: Option<Handle<naga::GlobalVariable>>,
     /// The `var<private>` globals, in order.
     pub(crate) privates: Vec<Handle<naga::GlobalVariable>>,
+    /// The math library's functions to call natively first: each function's handle and the
+    /// Rust path of its fast path, which returns `Option<f32>` (`None`: call the WGSL's).
+    pub(crate) native: &'m [(Handle<naga::Function>, &'static str)],
 }
 
 impl Writer<'_> {
@@ -152,13 +155,20 @@ pub(crate) fn member_name(m: &naga::StructMember, k: usize) -> String {
 /// in the module's doc, for `pub mod NAME { ... }`.
 /// `per_item[k]` says whether array `k` is per-item (sliced to the tile: exactly `count` long)
 /// rather than whole; knowing the length lets the compiler drop the checks of `i < count`.
-pub fn write(module: &Module, entry: &str, per_item: &[bool]) -> Result<String, FormsError> {
+/// `native` names the math library's functions with a fast path in the runtime (a path to a
+/// `fn(f32) -> Option<f32>`): a call of one calls that first, and the WGSL's on `None`.
+pub fn write(
+    module: &Module,
+    entry: &str,
+    per_item: &[bool],
+    native: &[(Handle<naga::Function>, &'static str)],
+) -> Result<String, FormsError> {
     let ep = module
         .entry_points
         .iter()
         .find(|ep| ep.name == entry && ep.stage == naga::ShaderStage::Compute)
         .ok_or_else(|| FormsError::NoEntry(entry.to_owned()))?;
-    let mut w = Writer::new(module);
+    let mut w = Writer::new(module, native);
     w.structs()?;
     w.context()?;
     w.helpers()?;
@@ -172,13 +182,13 @@ pub fn write(module: &Module, entry: &str, per_item: &[bool]) -> Result<String, 
 
 /// The Rust element type of each storage array of a checked module, in binding order.
 pub fn array_types(module: &Module) -> Result<Vec<String>, FormsError> {
-    let w = Writer::new(module);
+    let w = Writer::new(module, &[]);
     (0..w.arrays.len()).map(|k| w.array_elem(k).map(|(elem, _)| elem)).collect()
 }
 
 impl<'m> Writer<'m> {
     /// A writer for `module`, its items named.
-    fn new(module: &'m Module) -> Self {
+    fn new(module: &'m Module, native: &'m [(Handle<naga::Function>, &'static str)]) -> Self {
         let mut w = Writer {
             module,
             out: String::new(),
@@ -188,6 +198,7 @@ impl<'m> Writer<'m> {
             arrays: Vec::new(),
             uniform: None,
             privates: Vec::new(),
+            native,
         };
         w.name_items();
         w

@@ -1,7 +1,10 @@
-//! The long-form proof (scripts/math-proof): each one-argument function of the math library, in
-//! its CPU form, on every one of the 2^32 f32 arguments, against CORE-MATH's correctly rounded
-//! result. Prints, per function, the arguments tried, the results not correctly rounded and
-//! the largest error in ulps, and the first wrong arguments; exits 1 if any result is wrong.
+//! The long-form proof (scripts/math-proof): each one-argument function of the math library on
+//! every one of the 2^32 f32 arguments, against CORE-MATH's correctly rounded result, in the
+//! two codes that run it: the CPU form as every kernel gets it (the f64 fast path of
+//! `xcd-cpumath`, falling back to the library's WGSL), and the library's WGSL alone,
+//! transcribed (the GPU forms' code). Prints, per function and code, the arguments tried, the
+//! results not correctly rounded and the largest error in ulps, and the first wrong
+//! arguments; exits 1 if any result is wrong.
 //!
 //! With `--llvmpipe`, the same on the software Vulkan device, which flushes subnormals and so
 //! declines a tile that meets one: every argument whose argument and result are both normal
@@ -53,8 +56,7 @@ impl Found {
     }
 }
 
-fn prove(f: &Function, threads: usize) -> Found {
-    let block = (f.block)();
+fn prove(f: &Function, cpu: xcd_runtime::CpuKernel, threads: usize) -> Found {
     let next = AtomicU64::new(0);
     let found = Mutex::new(Found::default());
     std::thread::scope(|s| {
@@ -69,7 +71,7 @@ fn prove(f: &Function, threads: usize) -> Found {
                     for (i, v) in x.iter_mut().enumerate() {
                         *v = f32::from_bits((start + i as u64) as u32);
                     }
-                    run_cpu(block.cpu, 1, &x, &mut y);
+                    run_cpu(cpu, 1, &x, &mut y);
                     let mut local = Found::default();
                     local.check(f, &x, &y);
                     if local.wrong > 0 {
@@ -185,10 +187,14 @@ fn main() {
         let started = Instant::now();
         match &device {
             None => {
-                let found = prove(f, threads);
-                let how = format!("CPU form, {:.0} s, {threads} threads", started.elapsed().as_secs_f64());
-                report(f, &found, 1 << 32, how);
-                failed |= found.wrong > 0;
+                let codes = [("CPU form: f64 fast path, WGSL fallback", (f.block)().cpu), ("the WGSL alone", f.wgsl)];
+                for (code, cpu) in codes {
+                    let started = Instant::now();
+                    let found = prove(f, cpu, threads);
+                    let how = format!("{code}, {:.0} s, {threads} threads", started.elapsed().as_secs_f64());
+                    report(f, &found, 1 << 32, how);
+                    failed |= found.wrong > 0;
+                }
             }
             Some(device) => match prove_on(f, device) {
                 Ok((found, seen)) => {
