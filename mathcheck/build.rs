@@ -45,7 +45,9 @@ fn main() {
             if lanes == 1 {
                 let kernel = xcd_forms::Kernel::from_wgsl(&text, &block).expect("the test kernel is exact");
                 let cpu = kernel.rust_library_as_wgsl(&[true, true]).expect("its CPU form");
-                as_wgsl.push_str(&format!("/// `{block}` with the library's WGSL alone.\n#[allow(unused, non_snake_case, clippy::all, clippy::pedantic)]\npub mod {block} {{\n{cpu}}}\n\n"));
+                as_wgsl.push_str(&format!("/// `{block}` with the library's WGSL alone.\n"));
+                as_wgsl.push_str("#[allow(unused, non_snake_case, clippy::all, clippy::pedantic)]\n");
+                as_wgsl.push_str(&format!("pub mod {block} {{\n{cpu}}}\n\n"));
             }
             files.push(path);
         }

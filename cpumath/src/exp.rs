@@ -1,13 +1,13 @@
 //! `exp` and `exp2` in f64: x = k/32 (in units of ln2 for `exp`) + r with |r| <= ln2/64, so the
 //! result is 2^(k>>5) * 2^((k&31)/32) * e^r, the middle factor from a table and e^r - 1 from
 //! its Taylor polynomial to r^4 (the r^5 term is below 2^-39.6). The polynomial's truncation
-//! is the error that matters (roundings add under 2^-51); the margin covers 2^-36.
+//! is the error that matters (roundings add under 2^-51); the margin covers 2^-37.
 
+use crate::round::{SHIFT, pow2, rounded};
 use crate::tables::{EXP2_32, EXP2_POLY, INV_LN2_32, LN2_32_HI, LN2_32_LO};
-use crate::{SHIFT, pow2, rounded};
 
-/// `exp(x)` correctly rounded, or `None` where the fallback must say (near a midpoint, or a
-/// subnormal result).
+/// `exp(x)` correctly rounded, or `None` where the fallback must say: near a midpoint, or x in
+/// (-103.97, -87], whose results are subnormal or nearly so.
 #[inline]
 pub fn exp(x: f32) -> Option<f32> {
     // Below -87.3 the result is subnormal; from 0x42b17218 (88.72…) up it rounds to infinity.
@@ -27,8 +27,8 @@ pub fn exp(x: f32) -> Option<f32> {
     scaled(k, p)
 }
 
-/// `exp2(x)` correctly rounded, or `None` where the fallback must say (near a midpoint, or a
-/// subnormal result).
+/// `exp2(x)` correctly rounded, or `None` where the fallback must say: near a midpoint, or x in
+/// (-150, -126), whose results are subnormal.
 #[inline]
 pub fn exp2(x: f32) -> Option<f32> {
     if !(-126.0..128.0).contains(&x) {

@@ -5,8 +5,8 @@
 //! the polynomial's alone, with no cancellation; elsewhere |log(x)| is at least 0.7 times the
 //! polynomial's value. Relative error below 2^-39, nearly all of it the truncation.
 
+use crate::round::{SHIFT, rounded};
 use crate::tables::{INV_LN2, LN2_HI, LN2_LO, LOG, LOG_FIRST};
-use crate::{SHIFT, rounded};
 
 /// The bits of sqrt(1/2) as f64, rounded down.
 const SQRT_HALF: u64 = 0x3fe6_a09e_667f_3bcc;
@@ -23,7 +23,9 @@ fn reduce(x: f32) -> Option<(f64, (f64, f64), f64)> {
     let m = f64::from_bits(bits.wrapping_sub(t & 0xfff0_0000_0000_0000));
     // The nearest integer to 128m, in the low bits.
     let i = (m * 128.0 + SHIFT).to_bits() as u32 as usize;
-    let &(c, logc, log2c) = LOG.get(i.wrapping_sub(LOG_FIRST))?;
+    let bucket = LOG.get(i.wrapping_sub(LOG_FIRST));
+    debug_assert!(bucket.is_some(), "m = {m} gave bucket {i}");
+    let &(c, logc, log2c) = bucket?;
     // m has 24 bits and c 28, so m * c is exact, and within 2^-7 of 1 (Sterbenz).
     Some((e, (logc, log2c), m * c - 1.0))
 }
@@ -44,7 +46,8 @@ fn edge(x: f32) -> Option<f32> {
     } else if x == 0.0 {
         f32::NEG_INFINITY
     } else {
-        f32::NAN
+        // The one NaN every form stores (f32::NAN's bits are not promised).
+        f32::from_bits(0x7fc0_0000)
     })
 }
 

@@ -4,13 +4,16 @@
 //! A correctly rounded result is unique, so every form that computes it gives the same bits
 //! whatever device runs it (DESIGN.md section 4). The functions are written in WGSL from
 //! operations every form already makes exact (IEEE `+ - * /`, integer and bit operations,
-//! bitcasts, selects), in double-f32 where precision needs it (`df.wgsl`), so SPIR-V, MSL, PTX
-//! and the CPU form get them with no code of their own. Each is proven on every argument it can
-//! take by `scripts/math-proof` (docs/kernels.md, "Math functions").
+//! bitcasts, selects), in double-f32 where precision needs it (`df.wgsl`), so SPIR-V, MSL and
+//! PTX get them with no code of their own. The CPU form gets them too, and calls first the f64
+//! fast path a function has in `xcd-cpumath` (named here, [`Linked::natives`]), which leaves
+//! to the WGSL the arguments it cannot round. Each is proven on every argument it can take,
+//! in both codes, by `scripts/math-proof` (docs/kernels.md, "Math functions").
 //!
-//! This module owns the library's source and copying its functions into a kernel's module
-//! ([`link`]); it must not rewrite the kernel's own expressions (the exactness pass turns each
-//! call of a builtin into a call of what [`link`] returns).
+//! This module owns the library's source, which builtins it implements and with what, and
+//! copying its functions into a kernel's module ([`link`]); it must not rewrite the kernel's
+//! own expressions (the exactness pass turns each call of a builtin into a call of what
+//! [`link`] returns).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -33,35 +36,31 @@ pub const SOURCE: &str = concat!(
     include_str!("log2.wgsl"),
 );
 
-/// The builtins the library implements, with the library function (on one f32) of each.
-const FUNCTIONS: &[(MathFunction, &str)] = &[
-    (MathFunction::Exp, "xcm_exp"),
-    (MathFunction::Exp2, "xcm_exp2"),
-    (MathFunction::Log, "xcm_log"),
-    (MathFunction::Log2, "xcm_log2"),
-];
-
-/// The CPU form's fast path for a builtin, if it has one: the function of `xcd-cpumath` (as
-/// the runtime re-exports it) that evaluates it in f64 and says `None` where the library's
-/// WGSL must decide. Each is proven with its fallback on every argument (scripts/math-proof).
-fn native(fun: MathFunction) -> Option<&'static str> {
-    Some(match fun {
-        MathFunction::Exp => "::xcd_runtime::cpumath::exp",
-        MathFunction::Exp2 => "::xcd_runtime::cpumath::exp2",
-        MathFunction::Log => "::xcd_runtime::cpumath::log",
-        MathFunction::Log2 => "::xcd_runtime::cpumath::log2",
-        _ => return None,
-    })
+/// A builtin the library implements: the library's WGSL function for it (on one f32), and the
+/// CPU form's f64 fast path, if it has one (a `fn(f32) -> Option<f32>` of `xcd-cpumath`, as the
+/// runtime re-exports it, saying `None` where the WGSL must decide).
+struct Implemented {
+    builtin: MathFunction,
+    wgsl: &'static str,
+    fast: Option<&'static str>,
 }
 
 /// The builtins the library implements.
+const FUNCTIONS: &[Implemented] = &[
+    Implemented { builtin: MathFunction::Exp, wgsl: "xcm_exp", fast: Some("::xcd_runtime::cpumath::exp") },
+    Implemented { builtin: MathFunction::Exp2, wgsl: "xcm_exp2", fast: Some("::xcd_runtime::cpumath::exp2") },
+    Implemented { builtin: MathFunction::Log, wgsl: "xcm_log", fast: Some("::xcd_runtime::cpumath::log") },
+    Implemented { builtin: MathFunction::Log2, wgsl: "xcm_log2", fast: Some("::xcd_runtime::cpumath::log2") },
+];
+
+/// The builtins the library implements.
 pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {
-    FUNCTIONS.iter().map(|&(f, _)| f)
+    FUNCTIONS.iter().map(|f| f.builtin)
 }
 
 /// Whether the library implements builtin `fun` (on f32 and vectors of f32).
 pub(crate) fn implements(fun: MathFunction) -> bool {
-    FUNCTIONS.iter().any(|&(f, _)| f == fun)
+    FUNCTIONS.iter().any(|f| f.builtin == fun)
 }
 
 /// The library's module, parsed once per process.
@@ -90,7 +89,8 @@ impl Linked {
 
     /// Each linked function that the CPU form may call natively, with the Rust path to call.
     pub(crate) fn natives(&self) -> Vec<(Handle<Function>, &'static str)> {
-        self.0.iter().filter_map(|(&fun, &handle)| Some((handle, native(fun)?))).collect()
+        let fast = |fun: MathFunction| FUNCTIONS.iter().find(|f| f.builtin == fun)?.fast;
+        self.0.iter().filter_map(|(&fun, &handle)| Some((handle, fast(fun)?))).collect()
     }
 }
 
@@ -106,11 +106,11 @@ pub(crate) fn link(module: &mut Module) -> Result<Linked, FormsError> {
     let kernel_functions = module.functions.len();
     let mut copier = Copier { library, types: HashMap::new(), functions: HashMap::new() };
     let mut linked = Linked::default();
-    for (fun, name) in FUNCTIONS.iter().filter(|(f, _)| used.contains(f)) {
-        let Some((handle, _)) = library.functions.iter().find(|(_, f)| f.name.as_deref() == Some(name)) else {
-            return Err(FormsError::Internal(format!("the math library has no {name}")));
+    for f in FUNCTIONS.iter().filter(|f| used.contains(&f.builtin)) {
+        let Some((handle, _)) = library.functions.iter().find(|(_, lf)| lf.name.as_deref() == Some(f.wgsl)) else {
+            return Err(FormsError::Internal(format!("the math library has no {}", f.wgsl)));
         };
-        linked.0.insert(*fun, copier.function(module, handle)?);
+        linked.0.insert(f.builtin, copier.function(module, handle)?);
     }
     let moved = library_first(module, kernel_functions);
     for handle in linked.0.values_mut() {

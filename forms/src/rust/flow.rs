@@ -1,6 +1,7 @@
 //! Functions and statements as Rust: each WGSL function becomes one (`#[inline(always)]`; WGSL
-//! has no recursion), each emitted expression a `let`, structured control flow Rust's own, with
-//! labels where naga's `break` and `continue` need them.
+//! has no recursion; a math library function with an f64 fast path is `#[cold]` and out of
+//! line instead, as only the fast path's `None` calls it), each emitted expression a `let`,
+//! structured control flow Rust's own, with labels where naga's `break` and `continue` need them.
 
 use std::collections::HashSet;
 
@@ -125,26 +126,7 @@ pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle
         (Some(r), Some(_)) => format!(" -> {}", w.ty(r.ty)?),
         _ => String::new(),
     };
-    match handle {
-        Some(h) => {
-            if let Some(name) = &fun.name {
-                w.line(format!("/// WGSL `fn {name}`."));
-            }
-            if w.native.iter().any(|(n, _)| *n == h) {
-                // Called only where the fast path cannot say: kept out of the hot loop.
-                w.line("#[cold]");
-                w.line("#[inline(never)]");
-            } else {
-                w.line("#[inline(always)]");
-            }
-            w.line(format!("fn {}({}){result} {{", w.fn_names[h.index()], params.join(", ")));
-        }
-        None => {
-            w.line("/// The entry point's body for one item.");
-            w.line("#[inline(always)]");
-            w.line("fn xc_item(xc: &mut XcCtx<'_>, xc_gid: [u32; 3]) {");
-        }
-    }
+    signature(w, fun, handle, &params, &result);
     w.indent += 1;
     if handle.is_none() {
         for name in frame.args.clone() {
@@ -505,4 +487,25 @@ fn operands(e: &Expression) -> Vec<Handle<Expression>> {
         E::ArrayLength(pointer) => vec![pointer],
         _ => Vec::new(),
     }
+}
+
+/// The doc, attributes and first line of a function (`handle`) or of the entry's body (`None`).
+fn signature(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle<Function>>, params: &[String], result: &str) {
+    let Some(h) = handle else {
+        w.line("/// The entry point's body for one item.");
+        w.line("#[inline(always)]");
+        w.line("fn xc_item(xc: &mut XcCtx<'_>, xc_gid: [u32; 3]) {");
+        return;
+    };
+    if let Some(name) = &fun.name {
+        w.line(format!("/// WGSL `fn {name}`."));
+    }
+    if w.native.iter().any(|(n, _)| *n == h) {
+        // Called only where the fast path cannot say: kept out of the hot loop.
+        w.line("#[cold]");
+        w.line("#[inline(never)]");
+    } else {
+        w.line("#[inline(always)]");
+    }
+    w.line(format!("fn {}({}){result} {{", w.fn_names[h.index()], params.join(", ")));
 }

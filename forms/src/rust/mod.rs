@@ -5,7 +5,9 @@
 //! u32, i32, f32 and bool values (in scalars, vectors, fixed arrays and structs), storage and
 //! uniform access, locals, structured control flow and calls. Rust rounds every f32 operation
 //! on its own and never fuses a multiply and an add, so the arithmetic is the kernel's as
-//! written; what Rust would do differently from WGSL is spelled out: integer arithmetic wraps,
+//! written, but for one thing: a call of the math library calls its f64 fast path first
+//! (`xcd_runtime::cpumath`, given as `native`), and the library's WGSL only where that says
+//! `None`; both are correctly rounded, so the bits are the same; what Rust would do differently from WGSL is spelled out: integer arithmetic wraps,
 //! division by zero gives the dividend (and `MIN / -1` gives `MIN`), float-to-integer
 //! conversion clamps to naga's range, and every access through a computed index is checked as
 //! naga's `ReadZeroSkipWrite` checks it (a read past the end gives zero, a write is dropped).
@@ -216,8 +218,16 @@ impl<'m> Writer<'m> {
                 self.struct_names.push((h, name));
             }
         }
+        // Two functions may share a name (SPIR-V allows it, and `ident` maps some names alike):
+        // the later one gets its index too.
+        let mut fn_taken = HashSet::new();
         for (h, fun) in self.module.functions.iter() {
-            self.fn_names.push(format!("xc_fn_{}", ident(fun.name.as_deref(), format!("{}", h.index()))));
+            let mut name = format!("xc_fn_{}", ident(fun.name.as_deref(), format!("{}", h.index())));
+            while fn_taken.contains(&name) {
+                name = format!("{name}_{}", h.index());
+            }
+            fn_taken.insert(name.clone());
+            self.fn_names.push(name);
         }
         let mut storage = Vec::new();
         for (h, var) in self.module.global_variables.iter() {
@@ -439,3 +449,20 @@ fn xc_insert_bits_u32(a: u32, b: u32, offset: u32, count: u32) -> u32 {
     (a & !mask) | (b.wrapping_shl(offset) & mask)
 }
 "#;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn functions_that_share_a_name_get_rust_names_of_their_own() {
+        let wgsl = "fn f(v: f32) -> f32 { return v + 1.0; }\nfn g(v: f32) -> f32 { return f(v) * 2.0; }\n\
+                    @group(0) @binding(1) var<storage, read_write> y: array<f32>;\n\
+                    @compute @workgroup_size(64) fn k(@builtin(global_invocation_id) gid: vec3<u32>) { y[gid.x] = g(y[gid.x]); }";
+        let mut module = naga::front::wgsl::parse_str(wgsl).expect("parses");
+        // As a SPIR-V module may name them (the library's own names included).
+        for (_, fun) in module.functions.iter_mut() {
+            fun.name = Some("__xcm_exp".into());
+        }
+        let w = super::Writer::new(&module, &[]);
+        assert_eq!(w.fn_names, ["xc_fn___xcm_exp", "xc_fn___xcm_exp_1"]);
+    }
+}
