@@ -5,7 +5,7 @@
 //! fast path): the code the GPU forms run, for the proof.
 
 /// The library's one-argument functions, as WGSL names them.
-const FUNCTIONS: &[&str] = &["exp", "exp2", "log", "log2"];
+const FUNCTIONS: &[&str] = &["exp", "exp2", "log", "log2", "sin", "cos"];
 
 /// A kernel applying `FUN` to each element of `x`, of type `ELEM`, into `y`.
 const TEMPLATE: &str = "// FUN on each ELEM of x.

@@ -34,6 +34,8 @@ pub const SOURCE: &str = concat!(
     include_str!("log.wgsl"),
     "\n",
     include_str!("log2.wgsl"),
+    "\n",
+    include_str!("sincos.wgsl"),
 );
 
 /// A builtin the library implements: the library's WGSL function for it (on one f32), and the
@@ -51,6 +53,8 @@ const FUNCTIONS: &[Implemented] = &[
     Implemented { builtin: MathFunction::Exp2, wgsl: "xcm_exp2", fast: Some("::xcd_runtime::cpumath::exp2") },
     Implemented { builtin: MathFunction::Log, wgsl: "xcm_log", fast: Some("::xcd_runtime::cpumath::log") },
     Implemented { builtin: MathFunction::Log2, wgsl: "xcm_log2", fast: Some("::xcd_runtime::cpumath::log2") },
+    Implemented { builtin: MathFunction::Sin, wgsl: "xcm_sin", fast: None },
+    Implemented { builtin: MathFunction::Cos, wgsl: "xcm_cos", fast: None },
 ];
 
 /// The builtins the library implements.

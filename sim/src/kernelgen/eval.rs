@@ -359,6 +359,8 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Exp2 => core_math::exp2f(fl(0)),
         Fun::Log => core_math::logf(fl(0)),
         Fun::Log2 => core_math::log2f(fl(0)),
+        Fun::Sin => core_math::sinf(fl(0)),
+        Fun::Cos => core_math::cosf(fl(0)),
         Fun::Sign => {
             let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
             if fl(0) < 0.0 { -1.0 } else { s }

@@ -93,6 +93,10 @@ pub enum Fun {
     Log,
     /// The math library's, correctly rounded.
     Log2,
+    /// The math library's, correctly rounded.
+    Sin,
+    /// The math library's, correctly rounded.
+    Cos,
     Sign,
     Saturate,
     Step,
@@ -299,6 +303,8 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Exp2 => ("exp2", ""),
         Fun::Log => ("log", ""),
         Fun::Log2 => ("log2", ""),
+        Fun::Sin => ("sin", ""),
+        Fun::Cos => ("cos", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

@@ -278,6 +278,8 @@ impl Gen {
                     Fun::Exp2,
                     Fun::Log,
                     Fun::Log2,
+                    Fun::Sin,
+                    Fun::Cos,
                     Fun::Sign,
                     Fun::Saturate,
                 ]);
