@@ -1,8 +1,9 @@
 //! xcd-cpumath: the CPU form's fast path for the math library's functions (docs/kernels.md,
 //! "Math functions"). Each function evaluates an f32 function in f64 and returns its correctly
 //! rounded f32, or `None` in the rare case (about one argument in 4,000) where the f64 value
-//! lies too near the middle between two f32 to say which way the exact value rounds, and for
-//! the subnormal results of `exp` and `exp2` (which f32 rounds at a coarser place).
+//! lies too near the middle between two f32 to say which way the exact value rounds, for
+//! the subnormal results of `exp` and `exp2` (which f32 rounds at a coarser place), and for
+//! the arguments of `sin` and `cos` from 2^20 up (which need more of pi than f64 holds).
 //!
 //! The generated CPU form calls these and falls back, on `None`, to its transcription of the
 //! library's WGSL (xcd-forms' `mathlib`), which every GPU form runs and which is correctly
@@ -31,10 +32,12 @@ compile_error!(
 mod exp;
 mod log;
 mod round;
+mod sincos;
 mod tables;
 
 pub use exp::{exp, exp2};
 pub use log::{log, log2};
+pub use sincos::{cos, sin};
 
 #[cfg(test)]
 mod tests {
@@ -59,6 +62,16 @@ mod tests {
                 if e < -126 { f32::from_bits(1 << (e + 149)) } else { f32::from_bits(((e + 127) as u32) << 23) };
             assert_eq!(log2(two_to_e), Some(e as f32), "log2(2^{e})");
             assert_eq!(exp2(e as f32), if e < -126 { None } else { Some(two_to_e) }, "exp2({e})");
+        }
+    }
+
+    #[test]
+    fn sin_and_cos_keep_signed_zeros_and_leave_the_rest_to_the_fallback() {
+        assert_eq!((sin(0.0).map(f32::to_bits), sin(-0.0).map(f32::to_bits)), (Some(0), Some(0x8000_0000)));
+        assert_eq!((cos(0.0), cos(-0.0), cos(1e-5)), (Some(1.0), Some(1.0), Some(1.0)));
+        assert_eq!(sin(-1e-5), Some(-1e-5));
+        for x in [f32::NAN, f32::INFINITY, -f32::INFINITY, 1_048_576.0, -f32::MAX] {
+            assert_eq!((sin(x), cos(x)), (None, None), "{x}");
         }
     }
 

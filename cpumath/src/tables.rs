@@ -11,6 +11,12 @@ pub(crate) const LN2_HI: f64 = f64::from_bits(0x3fe62e42fefa3a00);
 pub(crate) const LN2_LO: f64 = f64::from_bits(0xbce0ca86c3898d00);
 /// 1/ln2.
 pub(crate) const INV_LN2: f64 = f64::from_bits(0x3ff71547652b82fe);
+/// 2/pi.
+pub(crate) const FRAC_2_PI: f64 = f64::from_bits(0x3fe45f306dc9c883);
+/// pi/2 in three parts, the first two of 33 bits (times any |k| < 2^20 is exact).
+pub(crate) const PI_2_1: f64 = f64::from_bits(0x3ff921fb54400000);
+pub(crate) const PI_2_2: f64 = f64::from_bits(0x3dd0b4611a600000);
+pub(crate) const PI_2_3: f64 = f64::from_bits(0x3ba3198a2e037073);
 /// (ln2/32)^n / n!, n = 1..=4: exp2's polynomial in the fraction of 32x.
 pub(crate) const EXP2_POLY: [f64; 4] = [
     f64::from_bits(0x3f962e42fefa39ef),

@@ -77,7 +77,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: sin_1::block,
         block4: sin_4::block,
         wgsl: as_wgsl::sin_1::cpu,
-        fast: None,
+        fast: Some(xcd_runtime::cpumath::sin),
         reference: core_math::sinf,
     },
     Function {
@@ -85,7 +85,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: cos_1::block,
         block4: cos_4::block,
         wgsl: as_wgsl::cos_1::cpu,
-        fast: None,
+        fast: Some(xcd_runtime::cpumath::cos),
         reference: core_math::cosf,
     },
 ];

@@ -53,8 +53,8 @@ const FUNCTIONS: &[Implemented] = &[
     Implemented { builtin: MathFunction::Exp2, wgsl: "xcm_exp2", fast: Some("::xcd_runtime::cpumath::exp2") },
     Implemented { builtin: MathFunction::Log, wgsl: "xcm_log", fast: Some("::xcd_runtime::cpumath::log") },
     Implemented { builtin: MathFunction::Log2, wgsl: "xcm_log2", fast: Some("::xcd_runtime::cpumath::log2") },
-    Implemented { builtin: MathFunction::Sin, wgsl: "xcm_sin", fast: None },
-    Implemented { builtin: MathFunction::Cos, wgsl: "xcm_cos", fast: None },
+    Implemented { builtin: MathFunction::Sin, wgsl: "xcm_sin", fast: Some("::xcd_runtime::cpumath::sin") },
+    Implemented { builtin: MathFunction::Cos, wgsl: "xcm_cos", fast: Some("::xcd_runtime::cpumath::cos") },
 ];
 
 /// The builtins the library implements.
