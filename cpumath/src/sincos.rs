@@ -1,6 +1,6 @@
 //! `sin` and `cos` in f64, for |x| < 2^20: x = k pi/2 + r with |r| <= pi/4 (Cody and Waite's
 //! reduction, pi/2 in three parts), then sin(r) or cos(r) by its Taylor polynomial, to r^13 and
-//! r^14 (the next terms are below 2^-45 and 2^-50 of the result). Larger arguments, NaN and the
+//! r^14 (the next terms are below 2^-44 and 2^-49 of the result). Larger arguments, NaN and the
 //! infinities are left to the fallback, whose integer reduction is exact for every f32.
 
 use crate::round::{SHIFT, rounded};
@@ -32,8 +32,9 @@ fn sin_cos(x: f32, shift: u32) -> Option<f32> {
         return None;
     }
     let x = f64::from(x);
-    // k below 2^20, so k * PI_2_1 (33 bits) and k * PI_2_2 are exact, and so is x - k * PI_2_1:
-    // a multiple of 2^-32 below 1 (x, from pi/4 up where k is not 0, is a multiple of 2^-24).
+    // k below 2^20, so k * PI_2_1 and k * PI_2_2 (at most 33 bits each) are exact, and so is
+    // x - k * PI_2_1: a multiple of 2^-32 below 1 (x, from pi/4 up where k is not 0, is a
+    // multiple of 2^-24).
     let shifted = x * FRAC_2_PI + SHIFT;
     let k = shifted.to_bits() as u32;
     let kf = shifted - SHIFT;

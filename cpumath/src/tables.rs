@@ -13,7 +13,7 @@ pub(crate) const LN2_LO: f64 = f64::from_bits(0xbce0ca86c3898d00);
 pub(crate) const INV_LN2: f64 = f64::from_bits(0x3ff71547652b82fe);
 /// 2/pi.
 pub(crate) const FRAC_2_PI: f64 = f64::from_bits(0x3fe45f306dc9c883);
-/// pi/2 in three parts, the first two of 33 bits (times any |k| < 2^20 is exact).
+/// pi/2 in three parts, the first two rounded to 33 bits (times any |k| < 2^20 is exact).
 pub(crate) const PI_2_1: f64 = f64::from_bits(0x3ff921fb54400000);
 pub(crate) const PI_2_2: f64 = f64::from_bits(0x3dd0b4611a600000);
 pub(crate) const PI_2_3: f64 = f64::from_bits(0x3ba3198a2e037073);

@@ -5,7 +5,7 @@
 // All in integer arithmetic, which every device does exactly, and no float operation at all:
 // - x = N pi/2 + r, |r| <= pi/4, by Payne and Hanek's method (`xcm_reduce`): x's 24-bit
 //   significand times the 128 bits of 2/pi that its exponent selects, so that even 2^127 is
-//   reduced exactly; r kept as a 64-bit significand and an exponent (`xcm_fixed_sin_cos` says
+//   reduced with no approximation of pi beyond them (r to about 60 bits); r kept as a 64-bit significand and an exponent (`xcm_fixed_sin_cos` says
 //   how).
 // - sin(r) = r (1 - u S(u)) and cos(r) = 1 - u C(u), u = r^2, as Taylor polynomials in 64-bit
 //   fixed point (to u^9 and u^10: the next terms are below 2^-70);
@@ -141,7 +141,7 @@ fn xcm_reduce(m: u32, e: i32) -> vec4<u32> {
         g = vec2<u32>((f[0] << c) | (f[1] >> (32u - c)), (f[1] << c) | (f[2] >> (32u - c)));
     }
     z = z + c;
-    // r = f pi/2, with pi/2 as 0xc90fdaa22168c235 2^-63: its top 64 bits, normalized.
+    // r = f pi/2, with pi/2 as 0xc90fdaa22168c235 2^-63 (rounded to 64 bits), normalized.
     var h = xcm_mulhi64(g, vec2<u32>(0xc90fdaa2u, 0x2168c235u));
     if (h.x < 0x80000000u) {
         h = vec2<u32>((h.x << 1u) | (h.y >> 31u), h.y << 1u);
