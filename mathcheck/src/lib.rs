@@ -31,9 +31,8 @@ pub struct Function {
     pub block4: fn() -> xcd_runtime::Block,
     /// `block`'s CPU form with the library's WGSL alone (what the GPU forms compute).
     pub wgsl: CpuKernel,
-    /// The CPU form's f64 fast path (`xcd-cpumath`), if the function has one: it says `None`
-    /// where the WGSL must decide.
-    pub fast: Option<fn(f32) -> Option<f32>>,
+    /// The CPU form's f64 fast path (`xcd-cpumath`), `None` where the WGSL must decide.
+    pub fast: fn(f32) -> Option<f32>,
     /// The correctly rounded result (CORE-MATH).
     pub reference: fn(f32) -> f32,
 }
@@ -45,7 +44,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: exp_1::block,
         block4: exp_4::block,
         wgsl: as_wgsl::exp_1::cpu,
-        fast: Some(xcd_runtime::cpumath::exp),
+        fast: xcd_runtime::cpumath::exp,
         reference: core_math::expf,
     },
     Function {
@@ -53,7 +52,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: exp2_1::block,
         block4: exp2_4::block,
         wgsl: as_wgsl::exp2_1::cpu,
-        fast: Some(xcd_runtime::cpumath::exp2),
+        fast: xcd_runtime::cpumath::exp2,
         reference: core_math::exp2f,
     },
     Function {
@@ -61,7 +60,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: log_1::block,
         block4: log_4::block,
         wgsl: as_wgsl::log_1::cpu,
-        fast: Some(xcd_runtime::cpumath::log),
+        fast: xcd_runtime::cpumath::log,
         reference: core_math::logf,
     },
     Function {
@@ -69,7 +68,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: log2_1::block,
         block4: log2_4::block,
         wgsl: as_wgsl::log2_1::cpu,
-        fast: Some(xcd_runtime::cpumath::log2),
+        fast: xcd_runtime::cpumath::log2,
         reference: core_math::log2f,
     },
     Function {
@@ -77,7 +76,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: sin_1::block,
         block4: sin_4::block,
         wgsl: as_wgsl::sin_1::cpu,
-        fast: Some(xcd_runtime::cpumath::sin),
+        fast: xcd_runtime::cpumath::sin,
         reference: core_math::sinf,
     },
     Function {
@@ -85,7 +84,7 @@ pub const FUNCTIONS: &[Function] = &[
         block: cos_1::block,
         block4: cos_4::block,
         wgsl: as_wgsl::cos_1::cpu,
-        fast: Some(xcd_runtime::cpumath::cos),
+        fast: xcd_runtime::cpumath::cos,
         reference: core_math::cosf,
     },
 ];

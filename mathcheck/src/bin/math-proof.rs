@@ -187,13 +187,7 @@ fn main() {
         let started = Instant::now();
         match &device {
             None => {
-                // Without a fast path the CPU form is the WGSL alone: proven once.
-                let codes = match f.fast {
-                    Some(_) => {
-                        vec![("CPU form: f64 fast path, WGSL fallback", (f.block)().cpu), ("the WGSL alone", f.wgsl)]
-                    }
-                    None => vec![("the CPU form: the WGSL alone", f.wgsl)],
-                };
+                let codes = [("CPU form: f64 fast path, WGSL fallback", (f.block)().cpu), ("the WGSL alone", f.wgsl)];
                 for (code, cpu) in codes {
                     let started = Instant::now();
                     let found = prove(f, cpu, threads);
