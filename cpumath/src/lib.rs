@@ -20,23 +20,27 @@
 //!
 //! This crate owns only these evaluations: no kernel, no IR, no other form. Plain Rust, no
 //! dependencies, on any target with IEEE binary64 arithmetic rounded at each operation (not
-//! x87's extended registers, which the build refuses).
+//! x87's extended registers, which the build refuses). It uses std for f64's `sqrt` alone
+//! (IEEE's correctly rounded square root, one instruction on x86-64 and Arm).
 #![forbid(unsafe_code)]
-#![no_std]
 
 #[cfg(all(target_arch = "x86", not(target_feature = "sse2")))]
 compile_error!(
     "xcd-cpumath needs f64 arithmetic rounded to binary64 at each operation: build for a target with SSE2 (i686), not x87 (i586)"
 );
 
+mod angle;
 mod exp;
 mod log;
 mod round;
+mod rsqrt;
 mod sincos;
 mod tables;
 
+pub use angle::{degrees, ldexp, radians, remainder};
 pub use exp::{exp, exp2};
 pub use log::{log, log2};
+pub use rsqrt::inverse_sqrt;
 pub use sincos::{cos, sin};
 
 #[cfg(test)]
@@ -77,7 +81,40 @@ mod tests {
 
     #[test]
     fn subnormal_results_are_left_to_the_fallback() {
-        assert_eq!((exp(-100.0), exp2(-140.5)), (None, None));
-        assert!(log(f32::from_bits(1)).is_some() && exp(-86.5).is_some());
+        assert_eq!((exp(-100.0), exp2(-140.5), radians(1e-37)), (None, None, None));
+        assert!(log(f32::from_bits(1)).is_some() && exp(-86.5).is_some() && radians(1e-35).is_some());
+    }
+
+    #[test]
+    fn inverse_sqrt_degrees_radians_ldexp_and_remainder_keep_ieee_s_special_values() {
+        let (inf, nan) = (f32::INFINITY, 0x7fc0_0000);
+        assert_eq!((inverse_sqrt(0.0), inverse_sqrt(-0.0), inverse_sqrt(inf)), (Some(inf), Some(-inf), Some(0.0)));
+        assert_eq!(
+            (inverse_sqrt(4.0), inverse_sqrt(f32::from_bits(2))),
+            (Some(0.5), Some(f32::from_bits(0x6480_0000)))
+        );
+        for x in [-1.0, -inf, f32::NAN] {
+            assert_eq!(inverse_sqrt(x).map(f32::to_bits), Some(nan), "{x}");
+        }
+        assert_eq!(
+            (degrees(-0.0).map(f32::to_bits), degrees(1e37), radians(-inf)),
+            (Some(0x8000_0000), Some(inf), Some(-inf))
+        );
+        assert_eq!(
+            (ldexp(1.0, -149), ldexp(1.0, -150), ldexp(1.5, -150)),
+            (Some(f32::from_bits(1)), Some(0.0), Some(f32::from_bits(1)))
+        );
+        assert_eq!(
+            (ldexp(1.0, 128), ldexp(-3.0, i32::MIN), ldexp(f32::MAX, i32::MIN)),
+            (Some(inf), Some(-0.0), Some(0.0))
+        );
+        assert_eq!(
+            (remainder(7.5, 2.0), remainder(-7.5, 2.0), remainder(1.0, inf)),
+            (Some(1.5), Some(-1.5), Some(1.0))
+        );
+        assert_eq!(remainder(-4.0, 2.0).map(f32::to_bits), Some(0x8000_0000));
+        for (x, y) in [(inf, 1.0), (1.0, 0.0), (f32::NAN, 1.0), (1.0, f32::NAN)] {
+            assert_eq!(remainder(x, y).map(f32::to_bits), Some(nan), "{x} % {y}");
+        }
     }
 }

@@ -228,8 +228,8 @@ impl Kernel {
     fn prepare(mut module: naga::Module, source: Option<&str>, entry: &str) -> Result<Kernel, FormsError> {
         let info = validate(&module, source)?;
         let interface = abi::interface(&module, entry, source)?;
-        subset::check(&module, &info, source)?;
-        let linked = unpanicked("linking the math library", || mathlib::link(&mut module))??;
+        subset::check(&module, source)?;
+        let linked = unpanicked("linking the math library", || mathlib::link(&mut module, &info))??;
         let info = if linked.is_empty() {
             info
         } else {

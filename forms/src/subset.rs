@@ -186,9 +186,9 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn function(&self, fun: &naga::Function, fun_info: &naga::valid::FunctionInfo) -> Result<(), FormsError> {
+    fn function(&self, fun: &naga::Function) -> Result<(), FormsError> {
         for (handle, expr) in fun.expressions.iter() {
-            self.expression(fun, fun_info, handle, expr)?;
+            self.expression(fun, handle, expr)?;
         }
         self.block(&fun.body)
     }
@@ -196,7 +196,6 @@ impl Checker<'_> {
     fn expression(
         &self,
         fun: &naga::Function,
-        fun_info: &naga::valid::FunctionInfo,
         handle: Handle<Expression>,
         expr: &Expression,
     ) -> Result<(), FormsError> {
@@ -228,14 +227,6 @@ impl Checker<'_> {
             Expression::Relational {
                 fun: naga::RelationalFunction::IsNan | naga::RelationalFunction::IsInf, ..
             } => refuse("isNan/isInf", "compare instead: x != x is true for NaN only"),
-            Expression::Binary { op: naga::BinaryOperator::Modulo, left, .. }
-                if fun_info[left].ty.inner_with(&self.module.types).scalar_kind() == Some(ScalarKind::Float) =>
-            {
-                refuse(
-                    "% on floats",
-                    "WGSL leaves its precision to each device; write x - y * trunc(x / y) to get the same bits everywhere",
-                )
-            }
             Expression::Math { fun: f, .. } => self.math(f, span),
             Expression::FunctionArgument(index) => {
                 let Some(arg) = fun.arguments.get(index as usize) else { return Ok(()) };
@@ -469,15 +460,15 @@ fn calls_in_source(source: &str, name: &str) -> Vec<usize> {
 
 /// Checks that `module` (validated) stays within the exact subset; `source` is its WGSL text,
 /// for line numbers in the refusal.
-pub fn check(module: &Module, info: &naga::valid::ModuleInfo, source: Option<&str>) -> Result<(), FormsError> {
+pub fn check(module: &Module, source: Option<&str>) -> Result<(), FormsError> {
     let checker = Checker { module, source };
     checker.types()?;
     checker.globals()?;
-    for (handle, fun) in module.functions.iter() {
-        checker.function(fun, &info[handle])?;
+    for (_, fun) in module.functions.iter() {
+        checker.function(fun)?;
     }
-    for (index, ep) in module.entry_points.iter().enumerate() {
-        checker.function(&ep.function, info.get_entry_point(index))?;
+    for ep in &module.entry_points {
+        checker.function(&ep.function)?;
     }
     Ok(())
 }

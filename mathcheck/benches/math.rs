@@ -1,5 +1,6 @@
 //! Each library function's throughput in the CPU form, against Rust's `f32` function (the
-//! platform's, not correctly rounded) and CORE-MATH's (correctly rounded), on the same
+//! platform's, not correctly rounded; `1.0 / x.sqrt()` for `inverseSqrt`) and the correctly
+//! rounded reference (CORE-MATH's; for `degrees` and `radians` mathcheck's own), on the same
 //! arguments in one run: `cargo bench -p xcd-mathcheck --bench math`. The ratios go in
 //! docs/performance.md; the goal is the CPU form within 3x of Rust's `f32::exp`.
 #![allow(missing_docs)] // criterion_group! makes undocumented public functions
@@ -13,9 +14,11 @@ use xcd_mathcheck::{FUNCTIONS, run_cpu};
 const N: usize = 1 << 16;
 
 /// `N` arguments evenly over the range a program mostly gives `name`: [-80, 80] for the
-/// exponentials, `sin` and `cos` (nearly all reduced by pi/2), (0, 160] for the logarithms.
+/// exponentials, `sin`, `cos` (nearly all reduced by pi/2), `degrees` and `radians`, (0, 160]
+/// for the logarithms and `inverseSqrt`.
 fn arguments(name: &str) -> Vec<f32> {
-    let (low, width) = if name.starts_with("log") { (0.0, 160.0) } else { (-80.0, 160.0) };
+    let positive = name.starts_with("log") || name == "inverseSqrt";
+    let (low, width) = if positive { (0.0, 160.0) } else { (-80.0, 160.0) };
     (0..N).map(|i| low + width * (i as f32 + 0.5) / N as f32).collect()
 }
 
@@ -27,6 +30,9 @@ fn rust_f32(name: &str) -> fn(f32) -> f32 {
         "log2" => f32::log2,
         "sin" => f32::sin,
         "cos" => f32::cos,
+        "inverseSqrt" => |x| 1.0 / x.sqrt(),
+        "degrees" => f32::to_degrees,
+        "radians" => f32::to_radians,
         other => panic!("no Rust baseline for {other}"),
     }
 }

@@ -29,6 +29,8 @@ pub struct Function {
     pub block: fn() -> xcd_runtime::Block,
     /// The block that applies it to each vec4<f32>, componentwise.
     pub block4: fn() -> xcd_runtime::Block,
+    /// The block that calls it [`RATE_CALLS`] times per item (`math-proof --rate`).
+    pub rate: fn() -> xcd_runtime::Block,
     /// `block`'s CPU form with the library's WGSL alone (what the GPU forms compute).
     pub wgsl: CpuKernel,
     /// The CPU form's f64 fast path (`xcd-cpumath`), `None` where the WGSL must decide.
@@ -43,6 +45,7 @@ pub const FUNCTIONS: &[Function] = &[
         name: "exp",
         block: exp_1::block,
         block4: exp_4::block,
+        rate: rate_exp::block,
         wgsl: as_wgsl::exp_1::cpu,
         fast: xcd_runtime::cpumath::exp,
         reference: core_math::expf,
@@ -51,6 +54,7 @@ pub const FUNCTIONS: &[Function] = &[
         name: "exp2",
         block: exp2_1::block,
         block4: exp2_4::block,
+        rate: rate_exp2::block,
         wgsl: as_wgsl::exp2_1::cpu,
         fast: xcd_runtime::cpumath::exp2,
         reference: core_math::exp2f,
@@ -59,6 +63,7 @@ pub const FUNCTIONS: &[Function] = &[
         name: "log",
         block: log_1::block,
         block4: log_4::block,
+        rate: rate_log::block,
         wgsl: as_wgsl::log_1::cpu,
         fast: xcd_runtime::cpumath::log,
         reference: core_math::logf,
@@ -67,6 +72,7 @@ pub const FUNCTIONS: &[Function] = &[
         name: "log2",
         block: log2_1::block,
         block4: log2_4::block,
+        rate: rate_log2::block,
         wgsl: as_wgsl::log2_1::cpu,
         fast: xcd_runtime::cpumath::log2,
         reference: core_math::log2f,
@@ -75,6 +81,7 @@ pub const FUNCTIONS: &[Function] = &[
         name: "sin",
         block: sin_1::block,
         block4: sin_4::block,
+        rate: rate_sin::block,
         wgsl: as_wgsl::sin_1::cpu,
         fast: xcd_runtime::cpumath::sin,
         reference: core_math::sinf,
@@ -83,11 +90,163 @@ pub const FUNCTIONS: &[Function] = &[
         name: "cos",
         block: cos_1::block,
         block4: cos_4::block,
+        rate: rate_cos::block,
         wgsl: as_wgsl::cos_1::cpu,
         fast: xcd_runtime::cpumath::cos,
         reference: core_math::cosf,
     },
+    Function {
+        name: "inverseSqrt",
+        block: inverse_sqrt_1::block,
+        block4: inverse_sqrt_4::block,
+        rate: rate_inverse_sqrt::block,
+        wgsl: as_wgsl::inverse_sqrt_1::cpu,
+        fast: xcd_runtime::cpumath::inverse_sqrt,
+        reference: core_math::rsqrtf,
+    },
+    Function {
+        name: "degrees",
+        block: degrees_1::block,
+        block4: degrees_4::block,
+        rate: rate_degrees::block,
+        wgsl: as_wgsl::degrees_1::cpu,
+        fast: xcd_runtime::cpumath::degrees,
+        reference: reference::degrees,
+    },
+    Function {
+        name: "radians",
+        block: radians_1::block,
+        block4: radians_4::block,
+        rate: rate_radians::block,
+        wgsl: as_wgsl::radians_1::cpu,
+        fast: xcd_runtime::cpumath::radians,
+        reference: reference::radians,
+    },
 ];
+
+/// Correctly rounded references for what CORE-MATH has not: written apart from the library's
+/// code (double-f64 products, not its integer ones), so that the two check each other.
+pub mod reference {
+    /// x 180/pi, correctly rounded.
+    pub fn degrees(x: f32) -> f32 {
+        // 180/pi as the f64 nearest it plus the f64 nearest the rest (`scripts/mathlib-tables angle`).
+        times(x, f64::from_bits(0x404c_a5dc_1a63_c1f8), f64::from_bits(0xbce1_e7ab_4564_05f9))
+    }
+
+    /// x pi/180, correctly rounded.
+    pub fn radians(x: f32) -> f32 {
+        times(x, f64::from_bits(0x3f91_df46_a252_9d39), f64::from_bits(0x3c15_c1d8_becd_d291))
+    }
+
+    /// x (hi + lo) rounded once to f32: the product as p + q to about 2^-104 of it (p exact
+    /// f64 rounding, q the rest by a fused multiply-add), then p's rounding, which can differ
+    /// from the sum's only where p is itself a midpoint of two f32 (every such midpoint is an
+    /// f64, and q is below half a unit of p's last place): there q says which way.
+    fn times(x: f32, hi: f64, lo: f64) -> f32 {
+        if !x.is_finite() || x == 0.0 {
+            return if x.is_nan() { f32::NAN } else { x };
+        }
+        let x = f64::from(x);
+        let p = x * hi;
+        let q = x.mul_add(hi, -p) + x * lo;
+        let r = p as f32;
+        let (below, above) = if f64::from(r) <= p { (r, r.next_up()) } else { (r.next_down(), r) };
+        if above.is_finite() && p == (f64::from(below) + f64::from(above)) / 2.0 && q != 0.0 {
+            return if q > 0.0 { above } else { below };
+        }
+        r
+    }
+}
+
+/// One operation of the library on two arguments, the second an i32 (`ldexp`) or an f32 (`%`),
+/// carried as its bits.
+#[derive(Debug, Clone, Copy)]
+pub struct Pair {
+    /// Its name in WGSL (`%` as `remainder`).
+    pub name: &'static str,
+    /// The block that applies it to each pair of f32 and second argument.
+    pub block: fn() -> xcd_runtime::Block,
+    /// The same on vec4<f32> and a vector of the second argument's type, componentwise.
+    pub block4: fn() -> xcd_runtime::Block,
+    /// `block`'s CPU form with the library's WGSL alone (what the GPU forms compute).
+    pub wgsl: CpuKernel,
+    /// The correctly rounded result, from code apart from the library's: musl's scalbnf (the
+    /// `libm` crate) for `ldexp`, the platform's fmodf (Rust's `%`) for the remainder.
+    pub reference: fn(f32, u32) -> f32,
+    /// Whether the second argument is an f32 (else an i32).
+    pub second_is_float: bool,
+}
+
+/// Every operation of the library on two arguments.
+pub const PAIRS: &[Pair] = &[
+    Pair {
+        name: "ldexp",
+        block: ldexp_1::block,
+        block4: ldexp_4::block,
+        wgsl: as_wgsl::ldexp_1::cpu,
+        reference: |x, n| libm::ldexpf(x, n as i32),
+        second_is_float: false,
+    },
+    Pair {
+        name: "remainder",
+        block: remainder_1::block,
+        block4: remainder_4::block,
+        wgsl: as_wgsl::remainder_1::cpu,
+        reference: |x, y| x % f32::from_bits(y),
+        second_is_float: true,
+    },
+];
+
+/// Random pairs for `p`, the same for the same `seed`: for `ldexp` any f32 with an exponent
+/// mostly in [-330, 330] (one in 16 any i32); for `%` any two f32 (their exponents mostly far
+/// apart), every second pair with exponents within 24 of each other, where the remainder keeps
+/// bits. Fills `x` and `second` (as long as each other).
+pub fn draw_pairs(p: &Pair, seed: u64, x: &mut [f32], second: &mut [u32]) {
+    let mut s = seed.max(1);
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 16) as u32
+    };
+    for (i, (x, second)) in x.iter_mut().zip(second.iter_mut()).enumerate() {
+        let (a, b) = (next(), next());
+        *x = f32::from_bits(a);
+        *second = match (p.second_is_float, i % 2) {
+            (false, _) if b.is_multiple_of(16) => next(),
+            (false, _) => ((b % 661) as i32 - 330) as u32,
+            (true, 0) => b,
+            (true, _) => {
+                let exponent = ((a >> 23) & 0xff) as i32 + (b % 49) as i32 - 24;
+                (b & 0x807f_ffff) | ((exponent.clamp(0, 254) as u32) << 23)
+            }
+        };
+    }
+}
+
+/// Runs a pair's block's CPU form on `x` and `n` as one tile, into `y` (as long as `x`): items of
+/// `lanes` values each.
+pub fn run_cpu_pair(kernel: CpuKernel, lanes: usize, x: &[f32], n: &[u32], y: &mut [f32]) {
+    let tile = Tile { start: 0, count: (x.len() / lanes) as u32 };
+    let mut t = CpuTile::new(
+        tile,
+        &[],
+        vec![
+            CpuArg::Read(bytemuck::cast_slice(x)),
+            CpuArg::Read(bytemuck::cast_slice(n)),
+            CpuArg::Write(bytemuck::cast_slice_mut(y)),
+        ],
+    );
+    kernel(&mut t);
+}
+
+/// The calls of its function each item of a `rate` block makes.
+pub const RATE_CALLS: u64 = 64;
+
+/// The `rate` blocks' loop with no function in it: the baseline of `math-proof --rate`.
+pub fn rate_baseline() -> xcd_runtime::Block {
+    rate_unchanged::block()
+}
 
 /// The function called `name`.
 pub fn function(name: &str) -> Option<&'static Function> {

@@ -164,6 +164,41 @@ fn hard(f: &Function) -> Vec<f32> {
             0x43fc_e5f1,
             0x7758_4625,
         ],
+        // The arguments whose results lie nearest a rounding midpoint (2.6e-9 of a unit for
+        // the first; found by exact integer arithmetic over every significand and exponent
+        // parity), powers of 4 (exact results), and the least subnormal.
+        "inverseSqrt" => &[
+            0x403a_18e3,
+            0x4009_f038,
+            0x407f_fffe,
+            0x3fba_2a39,
+            0x3fd2_208f,
+            0x3fed_3230,
+            0x3f8a_5c86,
+            0x3fda_e942,
+            0x4080_0000,
+            0x3e80_0000,
+            0x0040_0000,
+            0x0000_0004,
+            0x7f00_0000,
+        ],
+        // Nearest a midpoint: every significand, against 200 bits of the constant.
+        "degrees" => {
+            &[0x3fb4_c201, 0x3fb5_fea2, 0x3fb3_8560, 0x3fb7_3b43, 0x3fb2_48bf, 0x3fb8_77e4, 0x7c8e_fa35, 0x7c8f_0000]
+        }
+        // The same, and the edge below which results are subnormal (and, for degrees, above
+        // which they overflow).
+        "radians" => &[
+            0x3fd8_5141,
+            0x3fd7_35cb,
+            0x3fd9_6cb7,
+            0x3fd6_1a55,
+            0x3fda_882d,
+            0x3fd4_fedf,
+            0x0365_2ee1,
+            0x0365_2ee0,
+            0x0380_0000,
+        ],
         _ => &[],
     };
     for &c in cases {

@@ -214,6 +214,22 @@ impl Rewriter<'_> {
             {
                 self.float_to_int(expr, kind, convert, span)?
             }
+            // `%` on floats: the library's exact remainder, a scalar operand splatted first.
+            Expression::Binary { op: Bo::Modulo, left, right }
+                if self.kind(old) == Some(ScalarKind::Float) && self.linked.remainder().is_some() =>
+            {
+                let size = self.size(old);
+                let mut operands = [left, right].map(|h| (h, None));
+                for (h, new) in operands.iter_mut() {
+                    let value = self.get(*h)?;
+                    *new = Some(if self.size(*h).is_none() { self.splat(value, size, span) } else { value });
+                }
+                let [(_, Some(l)), (_, Some(r))] = operands else {
+                    return Err(internal("an operand that did not map"));
+                };
+                let function = self.linked.remainder().ok_or_else(|| internal("the remainder not linked"))?;
+                self.library_call(old, function, &[l, r], size, span)
+            }
             // naga writes float `!=` as SPIR-V's ordered not-equal, false for NaN; IEEE (and
             // every other form) says true: `!(a == b)` is the same everywhere.
             Expression::Binary { op: Bo::NotEqual, left, right } if self.kind(left) == Some(ScalarKind::Float) => {

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use naga::valid::ModuleInfo;
 use naga::{Block, Expression, Function, Handle, MathFunction, Module, Span, Statement, Type, TypeInner};
 
 use crate::FormsError;
@@ -26,6 +27,8 @@ use crate::FormsError;
 /// to the exact subset itself (forms/tests/subset.rs).
 pub const SOURCE: &str = concat!(
     include_str!("df.wgsl"),
+    "\n",
+    include_str!("wide.wgsl"),
     "\n",
     include_str!("exp.wgsl"),
     "\n",
@@ -36,35 +39,101 @@ pub const SOURCE: &str = concat!(
     include_str!("log2.wgsl"),
     "\n",
     include_str!("sincos.wgsl"),
+    "\n",
+    include_str!("rsqrt.wgsl"),
+    "\n",
+    include_str!("angle.wgsl"),
+    "\n",
+    include_str!("rem.wgsl"),
 );
 
-/// A builtin the library implements: the library's WGSL function for it (on one f32), and the
-/// CPU form's f64 fast path, if it has one (a `fn(f32) -> Option<f32>` of `xcd-cpumath`, as the
+/// A builtin the library implements: the library's WGSL function for it (on scalars: one f32,
+/// and for `ldexp` an i32 beside it), and the CPU form's f64 fast path, if it has one (a
+/// function of `xcd-cpumath` taking the same arguments and returning `Option<f32>`, as the
 /// runtime re-exports it, saying `None` where the WGSL must decide).
 struct Implemented {
-    builtin: MathFunction,
+    builtin: Builtin,
     wgsl: &'static str,
     fast: Option<&'static str>,
 }
 
+/// What a kernel writes that the library computes: a math builtin, or `%` on floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Builtin {
+    Math(MathFunction),
+    FloatRemainder,
+}
+
 /// The builtins the library implements.
 const FUNCTIONS: &[Implemented] = &[
-    Implemented { builtin: MathFunction::Exp, wgsl: "xcm_exp", fast: Some("::xcd_runtime::cpumath::exp") },
-    Implemented { builtin: MathFunction::Exp2, wgsl: "xcm_exp2", fast: Some("::xcd_runtime::cpumath::exp2") },
-    Implemented { builtin: MathFunction::Log, wgsl: "xcm_log", fast: Some("::xcd_runtime::cpumath::log") },
-    Implemented { builtin: MathFunction::Log2, wgsl: "xcm_log2", fast: Some("::xcd_runtime::cpumath::log2") },
-    Implemented { builtin: MathFunction::Sin, wgsl: "xcm_sin", fast: Some("::xcd_runtime::cpumath::sin") },
-    Implemented { builtin: MathFunction::Cos, wgsl: "xcm_cos", fast: Some("::xcd_runtime::cpumath::cos") },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Exp),
+        wgsl: "xcm_exp",
+        fast: Some("::xcd_runtime::cpumath::exp"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Exp2),
+        wgsl: "xcm_exp2",
+        fast: Some("::xcd_runtime::cpumath::exp2"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Log),
+        wgsl: "xcm_log",
+        fast: Some("::xcd_runtime::cpumath::log"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Log2),
+        wgsl: "xcm_log2",
+        fast: Some("::xcd_runtime::cpumath::log2"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Sin),
+        wgsl: "xcm_sin",
+        fast: Some("::xcd_runtime::cpumath::sin"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Cos),
+        wgsl: "xcm_cos",
+        fast: Some("::xcd_runtime::cpumath::cos"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::InverseSqrt),
+        wgsl: "xcm_inverse_sqrt",
+        fast: Some("::xcd_runtime::cpumath::inverse_sqrt"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Degrees),
+        wgsl: "xcm_degrees",
+        fast: Some("::xcd_runtime::cpumath::degrees"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Radians),
+        wgsl: "xcm_radians",
+        fast: Some("::xcd_runtime::cpumath::radians"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Ldexp),
+        wgsl: "xcm_ldexp",
+        fast: Some("::xcd_runtime::cpumath::ldexp"),
+    },
+    Implemented {
+        builtin: Builtin::FloatRemainder,
+        wgsl: "xcm_remainder",
+        fast: Some("::xcd_runtime::cpumath::remainder"),
+    },
 ];
 
 /// The builtins the library implements.
 pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {
-    FUNCTIONS.iter().map(|f| f.builtin)
+    FUNCTIONS.iter().filter_map(|f| match f.builtin {
+        Builtin::Math(fun) => Some(fun),
+        Builtin::FloatRemainder => None,
+    })
 }
 
 /// Whether the library implements builtin `fun` (on f32 and vectors of f32).
 pub(crate) fn implements(fun: MathFunction) -> bool {
-    FUNCTIONS.iter().any(|f| f.builtin == fun)
+    FUNCTIONS.iter().any(|f| f.builtin == Builtin::Math(fun))
 }
 
 /// The library's module, parsed once per process.
@@ -78,12 +147,17 @@ fn library() -> Result<&'static Module, FormsError> {
 
 /// Where each builtin's library function is in a kernel's module, after [`link`].
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Linked(HashMap<MathFunction, Handle<Function>>);
+pub(crate) struct Linked(HashMap<Builtin, Handle<Function>>);
 
 impl Linked {
     /// The function to call in place of `fun` on one f32, if the library implements it.
     pub(crate) fn get(&self, fun: MathFunction) -> Option<Handle<Function>> {
-        self.0.get(&fun).copied()
+        self.0.get(&Builtin::Math(fun)).copied()
+    }
+
+    /// The function to call in place of `%` on two f32.
+    pub(crate) fn remainder(&self) -> Option<Handle<Function>> {
+        self.0.get(&Builtin::FloatRemainder).copied()
     }
 
     /// Whether the kernel needed none of the library.
@@ -93,7 +167,7 @@ impl Linked {
 
     /// Each linked function that the CPU form may call natively, with the Rust path to call.
     pub(crate) fn natives(&self) -> Vec<(Handle<Function>, &'static str)> {
-        let fast = |fun: MathFunction| FUNCTIONS.iter().find(|f| f.builtin == fun)?.fast;
+        let fast = |fun: Builtin| FUNCTIONS.iter().find(|f| f.builtin == fun)?.fast;
         self.0.iter().filter_map(|(&fun, &handle)| Some((handle, fast(fun)?))).collect()
     }
 }
@@ -101,8 +175,8 @@ impl Linked {
 /// Copies into `module` the library functions that its kernel's builtins need, with the
 /// functions they call, named so that no WGSL name can clash with them (`__` starts no WGSL
 /// identifier).
-pub(crate) fn link(module: &mut Module) -> Result<Linked, FormsError> {
-    let used = used(module);
+pub(crate) fn link(module: &mut Module, info: &ModuleInfo) -> Result<Linked, FormsError> {
+    let used = used(module, info);
     if used.is_empty() {
         return Ok(Linked::default());
     }
@@ -194,16 +268,28 @@ fn each_call(
     Ok(())
 }
 
-/// The builtins of `module` that the library implements.
-fn used(module: &Module) -> Vec<MathFunction> {
-    let functions = module.functions.iter().map(|(_, f)| f).chain(module.entry_points.iter().map(|ep| &ep.function));
+/// The builtins of `module` that the library implements (`info` is `module`'s, to tell a float
+/// `%` from an integer one).
+fn used(module: &Module, info: &ModuleInfo) -> Vec<Builtin> {
+    let functions = module
+        .functions
+        .iter()
+        .map(|(h, f)| (f, &info[h]))
+        .chain(module.entry_points.iter().enumerate().map(|(i, ep)| (&ep.function, info.get_entry_point(i))));
     let mut used = Vec::new();
-    for fun in functions {
+    for (fun, fun_info) in functions {
         for (_, e) in fun.expressions.iter() {
-            if let Expression::Math { fun, .. } = *e {
-                if implements(fun) && !used.contains(&fun) {
-                    used.push(fun);
+            let builtin = match *e {
+                Expression::Math { fun, .. } if implements(fun) => Builtin::Math(fun),
+                Expression::Binary { op: naga::BinaryOperator::Modulo, left, .. }
+                    if fun_info[left].ty.inner_with(&module.types).scalar_kind() == Some(naga::ScalarKind::Float) =>
+                {
+                    Builtin::FloatRemainder
                 }
+                _ => continue,
+            };
+            if !used.contains(&builtin) {
+                used.push(builtin);
             }
         }
     }
@@ -327,11 +413,39 @@ fn k(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 
     #[test]
+    fn float_remainders_and_ldexp_on_vectors_and_scalars_make_every_form() {
+        let kernel = r#"
+struct Tile { start: u32, count: u32, first: u32 }
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn k(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) { return; }
+    let v = x[i] % 2.5 + 7.0 % x[i] + x[i] % x[i].yzwx;
+    y[i] = ldexp(v, vec4<i32>(i32(i), -3, 200, -200)) + vec4<f32>(x[i].x % x[i].y, 0.0, 0.0, 0.0);
+    let n = i32(i) % 7;
+    y[i].y = f32(n);
+}
+"#;
+        let forms = make_forms(kernel, "k").expect("forms");
+        assert!(forms.msl.contains("xcm_remainder") && forms.msl.contains("xcm_ldexp"), "{}", forms.msl);
+        let rust = Kernel::from_wgsl(kernel, "k").expect("kernel").rust(&[true, true]).expect("the CPU form");
+        // Three vec4 remainders and one scalar one, each component a call; the integer % stays.
+        assert_eq!(rust.matches("match ::xcd_runtime::cpumath::remainder(").count(), 13, "{rust}");
+        assert_eq!(rust.matches("match ::xcd_runtime::cpumath::ldexp(").count(), 4, "{rust}");
+        assert!(rust.contains("xc_rem_i32("), "{rust}");
+    }
+
+    #[test]
     fn a_kernel_without_library_functions_links_nothing() {
         let plain = KERNEL.replace("exp(v)", "v").replace("exp(vec4", "(vec4");
         let mut module = naga::front::wgsl::parse_str(&plain).expect("parses");
         let before = module.functions.len();
-        assert!(super::link(&mut module).expect("links").is_empty());
+        let info = crate::validate(&module, None).expect("validates");
+        assert!(super::link(&mut module, &info).expect("links").is_empty());
         assert_eq!(module.functions.len(), before);
     }
 }
