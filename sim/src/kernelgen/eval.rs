@@ -272,6 +272,8 @@ fn binary(op: Bin, t: T, l: V, r: V) -> V {
             Bin::Add => a + b,
             Bin::Sub => a - b,
             Bin::Mul => a * b,
+            // The exact remainder (C's fmod), as the math library's `%` is.
+            Bin::Rem => a % b,
             _ => a / b,
         });
     }
@@ -338,6 +340,23 @@ fn ord(c: Cmp, o: std::cmp::Ordering) -> bool {
     }
 }
 
+/// x (hi + lo) rounded once to f32: x hi as p + q (q by a fused multiply-add, to about 2^-104),
+/// and p's rounding, which differs from the sum's only where p is itself an f32 midpoint.
+fn times(x: f32, hi: f64, lo: f64) -> f32 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let x = f64::from(x);
+    let p = x * hi;
+    let q = x.mul_add(hi, -p) + x * lo;
+    let r = p as f32;
+    let (below, above) = if f64::from(r) <= p { (r, r.next_up()) } else { (r.next_down(), r) };
+    if above.is_finite() && p == (f64::from(below) + f64::from(above)) / 2.0 && q != 0.0 {
+        return if q > 0.0 { above } else { below };
+    }
+    r
+}
+
 /// A float built-in's value, as WGSL computes it (min and max as the exact subset writes them).
 fn call_float(f: Fun, a: &[V]) -> f32 {
     let fl = |k: usize| a[k].f();
@@ -361,6 +380,13 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Log2 => core_math::log2f(fl(0)),
         Fun::Sin => core_math::sinf(fl(0)),
         Fun::Cos => core_math::cosf(fl(0)),
+        Fun::InverseSqrt => core_math::rsqrtf(fl(0)),
+        // x 180/pi and x pi/180 to within 2^-104, rounded once: correct wherever the exact value
+        // is not within that of a midpoint, which no f32 is (docs/kernels.md).
+        Fun::Degrees => times(fl(0), f64::from_bits(0x404c_a5dc_1a63_c1f8), f64::from_bits(0xbce1_e7ab_4564_05f9)),
+        Fun::Radians => times(fl(0), f64::from_bits(0x3f91_df46_a252_9d39), f64::from_bits(0x3c15_c1d8_becd_d291)),
+        // Exact in f64 once n is clamped, then rounded once.
+        Fun::Ldexp => (f64::from(fl(0)) * 2f64.powi(a[1].i().clamp(-300, 300))) as f32,
         Fun::Sign => {
             let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
             if fl(0) < 0.0 { -1.0 } else { s }

@@ -97,6 +97,14 @@ pub enum Fun {
     Sin,
     /// The math library's, correctly rounded.
     Cos,
+    /// The math library's, correctly rounded.
+    InverseSqrt,
+    /// The math library's, correctly rounded.
+    Degrees,
+    /// The math library's, correctly rounded.
+    Radians,
+    /// The math library's, correctly rounded: `ldexp(f32, i32)`.
+    Ldexp,
     Sign,
     Saturate,
     Step,
@@ -305,6 +313,10 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Log2 => ("log2", ""),
         Fun::Sin => ("sin", ""),
         Fun::Cos => ("cos", ""),
+        Fun::InverseSqrt => ("inverseSqrt", ""),
+        Fun::Degrees => ("degrees", ""),
+        Fun::Radians => ("radians", ""),
+        Fun::Ldexp => ("ldexp", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

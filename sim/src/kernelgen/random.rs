@@ -248,7 +248,7 @@ impl Gen {
         let (t, b) = (T::F, |e: E| Box::new(e));
         match self.rng.below(12) {
             0..=3 => {
-                let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div]);
+                let op = self.rng.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div, Bin::Rem]);
                 E::Bin(op, t, b(self.expr(t, d)), b(self.operand(t, d)))
             }
             4 => E::Neg(t, b(self.expr(t, d))),
@@ -280,10 +280,17 @@ impl Gen {
                     Fun::Log2,
                     Fun::Sin,
                     Fun::Cos,
+                    Fun::InverseSqrt,
+                    Fun::Degrees,
+                    Fun::Radians,
+                    Fun::Ldexp,
                     Fun::Sign,
                     Fun::Saturate,
                 ]);
-                E::Call(f, t, vec![self.expr(t, d)])
+                match f {
+                    Fun::Ldexp => E::Call(f, t, vec![self.expr(t, d), self.expr(T::I, d)]),
+                    _ => E::Call(f, t, vec![self.expr(t, d)]),
+                }
             }
             _ => {
                 let f = self.rng.pick(&[

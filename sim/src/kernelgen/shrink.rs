@@ -38,6 +38,7 @@ fn same_typed_children(e: &E) -> Vec<&E> {
         E::Bin(Bin::Shl | Bin::Shr, _, l, _) => vec![l],
         E::Bin(_, _, l, r) => vec![l, r],
         E::Select(_, no, yes, _) => vec![no, yes],
+        E::Call(super::Fun::Ldexp, _, args) => args.iter().take(1).collect(),
         E::Call(_, t, args) if *t == T::F => args.iter().collect(),
         E::Call(_, _, args) => args.iter().take(1).collect(),
         _ => Vec::new(),
