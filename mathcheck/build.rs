@@ -6,7 +6,8 @@
 //! (`math-proof --rate`), `rate_NAME`: each item calls the function 64 times on
 //! arguments of its own, and `rate_unchanged` the same loop without it, its baseline. The
 //! operations on two arguments (`ldexp`, `%`) get `NAME_1` and `NAME_4` likewise, with a second
-//! input array.
+//! input array. `split_1`, `split_4` and `formulas_4` (frexp and modf, whose results are
+//! structs; the builtins WGSL defines by a formula) are written out whole.
 
 /// The library's one-argument functions, as WGSL names them.
 const FUNCTIONS: &[&str] = &["exp", "exp2", "log", "log2", "sin", "cos", "inverseSqrt", "degrees", "radians"];
@@ -104,6 +105,99 @@ fn BLOCK(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 ";
 
+/// Blocks of their own: `frexp` and `modf` (whose results are structs) on scalars and vectors,
+/// and the builtins WGSL defines by a formula (`smoothstep`, `reflect`, `refract`,
+/// `faceForward`), each field or result into an array of its own.
+const BLOCKS: &[(&str, &str)] = &[
+    (
+        "split_1",
+        "// frexp and modf on each f32 of x: their fields, the exponent converted (exactly).
+struct Tile {
+    start: u32,
+    count: u32,
+    first: u32,
+}
+
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn split_1(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    let f = frexp(x[i]);
+    let m = modf(x[i]);
+    y[i] = vec4<f32>(f.fract, f32(f.exp), m.fract, m.whole);
+}
+",
+    ),
+    (
+        "split_4",
+        "// frexp and modf on each vec4<f32> of x, each field into its own array.
+struct Tile {
+    start: u32,
+    count: u32,
+    first: u32,
+}
+
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> fract_f: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> exp_f: array<vec4<i32>>;
+@group(0) @binding(4) var<storage, read_write> fract_m: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> whole_m: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn split_4(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    let f = frexp(x[i]);
+    fract_f[i] = f.fract;
+    exp_f[i] = f.exp;
+    let m = modf(x[i]);
+    fract_m[i] = m.fract;
+    whole_m[i] = m.whole;
+}
+",
+    ),
+    (
+        "formulas_4",
+        "// smoothstep, reflect, refract and faceForward on vec4<f32>, each into its own array.
+struct Tile {
+    start: u32,
+    count: u32,
+    first: u32,
+}
+
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> c: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> smoothed: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> reflected: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> refracted: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> facing: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn formulas_4(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    smoothed[i] = smoothstep(a[i], b[i], c[i]);
+    reflected[i] = reflect(a[i], b[i]);
+    refracted[i] = refract(a[i], b[i], c[i].w);
+    facing[i] = faceForward(a[i], b[i], c[i]);
+}
+",
+    ),
+];
+
 fn main() {
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("wgsl");
     std::fs::create_dir_all(&out).expect("a folder for the kernels");
@@ -164,6 +258,13 @@ fn main() {
             }
             files.push(path);
         }
+    }
+    for (block, text) in BLOCKS {
+        let path = out.join(format!("{block}.wgsl"));
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
+            std::fs::write(&path, text).expect("the kernel written");
+        }
+        files.push(path);
     }
     let as_wgsl_path =
         std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("library_as_wgsl.rs");

@@ -266,6 +266,10 @@ impl Checker<'_> {
             | M::Length
             | M::Distance
             | M::Normalize
+            | M::SmoothStep
+            | M::Reflect
+            | M::Refract
+            | M::FaceForward
             | M::CountTrailingZeros
             | M::CountLeadingZeros
             | M::CountOneBits

@@ -208,6 +208,9 @@ impl Rewriter<'_> {
                 let function = self.linked.get(fun).ok_or_else(|| internal("a library function not linked"))?;
                 self.library_call(old, function, &args, self.size(old), span)
             }
+            Expression::Math { fun: fun @ (Mf::Frexp | Mf::Modf), arg, .. } if self.linked.get(fun).is_some() => {
+                self.lower_split(old, fun, arg, span)?
+            }
             Expression::Math { fun, arg, arg1, arg2, .. } => self.lower_math(old, fun, arg, arg1, arg2, span)?,
             Expression::As { expr, kind: kind @ (ScalarKind::Sint | ScalarKind::Uint), convert }
                 if self.kind(expr) == Some(ScalarKind::Float) =>
@@ -315,6 +318,10 @@ impl Rewriter<'_> {
             (Mf::Dot | Mf::Length | Mf::Distance | Mf::Normalize | Mf::Cross, _, _) => {
                 self.lower_geometric(old, fun, a, b, arg_size, span)?
             }
+            (Mf::SmoothStep, Some(high), Some(x)) => self.smoothstep(a, high, x, size, span),
+            (Mf::Reflect | Mf::Refract | Mf::FaceForward, Some(b), c) => {
+                self.lower_facing(old, fun, a, b, c, arg_size, span)?
+            }
             _ => {
                 let _ = arg_float;
                 let e = self.remap(self.old[old].clone())?;
@@ -400,6 +407,135 @@ impl Rewriter<'_> {
                 }
                 let ty = self.type_handle(old);
                 self.push(Expression::Compose { ty, components: parts }, span)
+            }
+            _ => {
+                let e = self.remap(self.old[old].clone())?;
+                self.push(e, span)
+            }
+        })
+    }
+
+    /// `frexp(x)` and `modf(x)`, whose results are structs of two fields: the library's function
+    /// gives both fields of one f32 as a vec2<f32> (frexp's exponent as an f32, which holds it
+    /// exactly), called once per component and gathered into the struct WGSL declares.
+    fn lower_split(
+        &mut self,
+        old: Handle<Expression>,
+        fun: Mf,
+        arg: Handle<Expression>,
+        span: Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let function = self.linked.get(fun).ok_or_else(|| internal("a library function not linked"))?;
+        let (x, size) = (self.get(arg)?, self.size(arg));
+        let ty = self.type_handle(old);
+        let naga::TypeInner::Struct { ref members, .. } = self.types[ty].inner else {
+            return Err(internal("frexp or modf without a struct result"));
+        };
+        let field_types: Vec<_> = members.iter().map(|m| m.ty).collect();
+        let pairs: Vec<_> = (0..size.map_or(1, |s| s as u32))
+            .map(|i| {
+                let c = if size.is_some() { self.component(x, i, span) } else { x };
+                self.call(function, vec![c], span)
+            })
+            .collect();
+        let mut fields = Vec::new();
+        for (k, &field_ty) in field_types.iter().enumerate() {
+            let parts: Vec<_> = pairs
+                .iter()
+                .map(|&pair| {
+                    let v = self.component(pair, k as u32, span);
+                    if fun == Mf::Frexp && k == 1 {
+                        self.push(Expression::As { expr: v, kind: ScalarKind::Sint, convert: Some(4) }, span)
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            fields.push(match size {
+                Some(_) => self.push(Expression::Compose { ty: field_ty, components: parts }, span),
+                None => parts[0],
+            });
+        }
+        Ok(self.push(Expression::Compose { ty, components: fields }, span))
+    }
+
+    /// `smoothstep(low, high, x)` as WGSL defines it, each operation rounded once in its order:
+    /// `t = clamp((x - low) / (high - low), 0, 1)`, then `t * t * (3 - 2 * t)`.
+    fn smoothstep(
+        &mut self,
+        low: Handle<Expression>,
+        high: Handle<Expression>,
+        x: Handle<Expression>,
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Handle<Expression> {
+        let (zero, one) =
+            (self.literal(ScalarKind::Float, 0.0, size, span), self.literal(ScalarKind::Float, 1.0, size, span));
+        let (two, three) =
+            (self.literal(ScalarKind::Float, 2.0, size, span), self.literal(ScalarKind::Float, 3.0, size, span));
+        let (over, under) = (self.bin(Bo::Subtract, x, low, span), self.bin(Bo::Subtract, high, low, span));
+        let t = self.bin(Bo::Divide, over, under, span);
+        let t = self.min_max(Mf::Max, t, zero, span);
+        let t = self.min_max(Mf::Min, t, one, span);
+        let tt = self.bin(Bo::Multiply, t, t, span);
+        let twice = self.bin(Bo::Multiply, two, t, span);
+        let rest = self.bin(Bo::Subtract, three, twice, span);
+        self.bin(Bo::Multiply, tt, rest, span)
+    }
+
+    /// `reflect(e1, e2) = e1 - 2 * dot(e2, e1) * e2`; `refract(e1, e2, eta)`: with
+    /// `k = 1 - eta * eta * (1 - dot(e2, e1) * dot(e2, e1))`, zero where `k < 0`, else
+    /// `eta * e1 - (eta * dot(e2, e1) + sqrt(k)) * e2`; `faceForward(e1, e2, e3)`: `e1` where
+    /// `dot(e2, e3) < 0`, else `-e1`. As WGSL writes them, each operation rounded once in order.
+    #[allow(clippy::too_many_arguments)]
+    fn lower_facing(
+        &mut self,
+        old: Handle<Expression>,
+        fun: Mf,
+        e1: Handle<Expression>,
+        e2: Handle<Expression>,
+        e3: Option<Handle<Expression>>,
+        size: Option<VectorSize>,
+        span: Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let n = size.map_or(1, |s| s as u32);
+        let float = |s: &mut Self, v: f64, size| s.literal(ScalarKind::Float, v, size, span);
+        Ok(match (fun, e3) {
+            (Mf::Reflect, _) => {
+                let d = self.dot(e2, e1, n, span);
+                let two = float(self, 2.0, None);
+                let scale = self.bin(Bo::Multiply, two, d, span);
+                let scale = self.splat(scale, size, span);
+                let along = self.bin(Bo::Multiply, scale, e2, span);
+                self.bin(Bo::Subtract, e1, along, span)
+            }
+            (Mf::Refract, Some(eta)) => {
+                let d = self.dot(e2, e1, n, span);
+                let (one, zero) = (float(self, 1.0, None), float(self, 0.0, size));
+                let dd = self.bin(Bo::Multiply, d, d, span);
+                let rest = self.bin(Bo::Subtract, one, dd, span);
+                let eta2 = self.bin(Bo::Multiply, eta, eta, span);
+                let k = self.bin(Bo::Multiply, eta2, rest, span);
+                let k = self.bin(Bo::Subtract, one, k, span);
+                let root = self.math(Mf::Sqrt, &[k], span);
+                let eta_d = self.bin(Bo::Multiply, eta, d, span);
+                let scale = self.bin(Bo::Add, eta_d, root, span);
+                let (eta_v, scale) = (self.splat(eta, size, span), self.splat(scale, size, span));
+                let l = self.bin(Bo::Multiply, eta_v, e1, span);
+                let r = self.bin(Bo::Multiply, scale, e2, span);
+                let refracted = self.bin(Bo::Subtract, l, r, span);
+                let nought = float(self, 0.0, None);
+                let below = self.bin(Bo::Less, k, nought, span);
+                let below = self.splat(below, size, span);
+                self.select(below, zero, refracted, span)
+            }
+            (Mf::FaceForward, Some(e3)) => {
+                let d = self.dot(e2, e3, n, span);
+                let nought = float(self, 0.0, None);
+                let negative = self.bin(Bo::Less, d, nought, span);
+                let negative = self.splat(negative, size, span);
+                let flipped = self.push(Expression::Unary { op: naga::UnaryOperator::Negate, expr: e1 }, span);
+                self.select(negative, e1, flipped, span)
             }
             _ => {
                 let e = self.remap(self.old[old].clone())?;

@@ -44,7 +44,7 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("angle.wgsl"),
     "\n",
-    include_str!("rem.wgsl"),
+    include_str!("exact.wgsl"),
 );
 
 /// A builtin the library implements: the library's WGSL function for it (on scalars: one f32,
@@ -116,6 +116,8 @@ const FUNCTIONS: &[Implemented] = &[
         wgsl: "xcm_ldexp",
         fast: Some("::xcd_runtime::cpumath::ldexp"),
     },
+    Implemented { builtin: Builtin::Math(MathFunction::Frexp), wgsl: "xcm_frexp", fast: None },
+    Implemented { builtin: Builtin::Math(MathFunction::Modf), wgsl: "xcm_modf", fast: None },
     Implemented {
         builtin: Builtin::FloatRemainder,
         wgsl: "xcm_remainder",

@@ -333,16 +333,27 @@ impl Frame<'_> {
             let names: Vec<String> = operands.iter().map(|(v, _)| v.clone()).collect();
             return op(&names);
         };
+        // A vector operand is taken apart by a pattern rather than indexed: clippy's constant
+        // folder follows `let` bindings of a name into their values, and a chain of these
+        // blocks, each naming its operands several times, made it take exponential time (a
+        // kernel with `smoothstep` kept `cargo clippy` busy for over twenty minutes). It does
+        // not see through a pattern's bindings.
         let mut text = String::from("{ ");
-        for (k, (v, _)) in operands.iter().enumerate() {
-            text.push_str(&format!("let xc_{k} = {v}; "));
+        for (k, (v, s)) in operands.iter().enumerate() {
+            match s {
+                Some(size) => {
+                    let parts: Vec<String> = (0..*size).map(|i| format!("xc_{k}_{i}")).collect();
+                    text.push_str(&format!("let [{}] = {v}; ", parts.join(", ")));
+                }
+                None => text.push_str(&format!("let xc_{k} = {v}; ")),
+            }
         }
         let mut lanes = Vec::new();
         for i in 0..n {
             let names: Vec<String> = operands
                 .iter()
                 .enumerate()
-                .map(|(k, (_, s))| if s.is_some() { format!("xc_{k}[{i}]") } else { format!("xc_{k}") })
+                .map(|(k, (_, s))| if s.is_some() { format!("xc_{k}_{i}") } else { format!("xc_{k}") })
                 .collect();
             lanes.push(op(&names)?);
         }

@@ -1,3 +1,5 @@
+// The library's exact operations, which round nothing: % on floats, frexp and modf.
+//
 // x % y on floats: WGSL defines it as x - y trunc(x / y), whose exact value is C's fmod(x, y),
 // always an f32 itself (IEEE 754 and C's Annex F: exact, the sign of x). So the correctly
 // rounded % is fmod, computed here exactly in integers (checked against the platform's fmodf
@@ -37,4 +39,37 @@ fn xcm_remainder(x: f32, y: f32) -> f32 {
     // r 2^(ey - 23), exact: as a 64-bit significand r << (lz + 32), rounded (not moved) once.
     let lz = countLeadingZeros(r);
     return xcm_round64_any(sign != 0u, vec2<u32>(r << lz, 0u), sy.y - 55 - i32(lz));
+}
+
+// frexp(x) as (fract, exp): x = fract 2^exp with |fract| in [0.5, 1) and x's sign, exp as an
+// f32 (exact; the exactness pass makes it the i32 WGSL declares). Zero, the infinities and NaN
+// give themselves and 0, as C's frexp (NaN as the one NaN). Exact: no rounding anywhere.
+fn xcm_frexp(x: f32) -> vec2<f32> {
+    let bits = bitcast<u32>(x);
+    let a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) {
+        return vec2<f32>(bitcast<f32>(0x7fc00000u), 0.0);
+    }
+    if (a == 0u || a == 0x7f800000u) {
+        return vec2<f32>(x, 0.0);
+    }
+    let me = xcm_unpack(a);
+    return vec2<f32>(bitcast<f32>((bits & 0x80000000u) | 0x3f000000u | (u32(me.x) & 0x7fffffu)), f32(me.y + 1));
+}
+
+// modf(x) as (fract, whole): whole = trunc(x) and fract = x - whole (exact), both with x's sign
+// as C's modf gives them (modf(-3.0) is (-0.0, -3.0)); an infinity gives (+-0, itself), NaN
+// gives NaN twice.
+fn xcm_modf(x: f32) -> vec2<f32> {
+    let bits = bitcast<u32>(x);
+    let a = bits & 0x7fffffffu;
+    let sign = bits & 0x80000000u;
+    if (a > 0x7f800000u) {
+        return vec2<f32>(bitcast<f32>(0x7fc00000u), bitcast<f32>(0x7fc00000u));
+    }
+    if (a == 0x7f800000u) {
+        return vec2<f32>(bitcast<f32>(sign), x);
+    }
+    let whole = trunc(x);
+    return vec2<f32>(bitcast<f32>(bitcast<u32>(x - whole) | sign), whole);
 }
