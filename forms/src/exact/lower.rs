@@ -272,26 +272,13 @@ impl Rewriter<'_> {
         let a = self.get(arg)?;
         let b = arg1.map(|h| self.get(h)).transpose()?;
         let c = arg2.map(|h| self.get(h)).transpose()?;
-        let arg_float = self.kind(arg) == Some(ScalarKind::Float);
         let arg_size = self.size(arg);
         Ok(match (fun, b, c) {
             (Mf::Min | Mf::Max, Some(b), _) if float => self.min_max(fun, a, b, span),
-            (Mf::Clamp, Some(lo), Some(hi)) => {
-                if float {
-                    let m = self.min_max(Mf::Max, a, lo, span);
-                    self.min_max(Mf::Min, m, hi, span)
-                } else {
-                    let m = self.math(Mf::Max, &[a, lo], span);
-                    self.math(Mf::Min, &[m, hi], span)
-                }
-            }
+            (Mf::Clamp, Some(lo), Some(hi)) => self.clamp(float, a, lo, hi, span),
             (Mf::Saturate, _, _) => {
-                let (zero, one) = (
-                    self.literal(ScalarKind::Float, 0.0, size, span),
-                    self.literal(ScalarKind::Float, 1.0, size, span),
-                );
-                let m = self.min_max(Mf::Max, a, zero, span);
-                self.min_max(Mf::Min, m, one, span)
+                let (zero, one) = self.zero_one(size, span);
+                self.clamp(true, a, zero, one, span)
             }
             (Mf::Sign, _, _) => self.sign(old, a, size, span),
             (Mf::Fract, _, _) => {
@@ -299,20 +286,13 @@ impl Rewriter<'_> {
                 self.bin(Bo::Subtract, a, f, span)
             }
             (Mf::Step, Some(x), _) => {
-                let (zero, one) = (
-                    self.literal(ScalarKind::Float, 0.0, size, span),
-                    self.literal(ScalarKind::Float, 1.0, size, span),
-                );
+                let (zero, one) = self.zero_one(size, span);
                 let le = self.bin(Bo::LessEqual, a, x, span);
                 self.select(le, one, zero, span)
             }
             (Mf::Mix, Some(b), Some(t)) => {
                 let t = if self.size(arg2.unwrap_or(arg)).is_none() { self.splat(t, arg_size, span) } else { t };
-                let one = self.literal(ScalarKind::Float, 1.0, arg_size, span);
-                let rest = self.bin(Bo::Subtract, one, t, span);
-                let l = self.bin(Bo::Multiply, a, rest, span);
-                let r = self.bin(Bo::Multiply, b, t, span);
-                self.bin(Bo::Add, l, r, span)
+                self.mix(a, b, t, arg_size, span)
             }
             (Mf::ExtractBits | Mf::InsertBits, Some(b), Some(c)) => self.lower_bits(old, fun, a, b, c, span)?,
             (Mf::Dot | Mf::Length | Mf::Distance | Mf::Normalize | Mf::Cross, _, _) => {
@@ -323,11 +303,53 @@ impl Rewriter<'_> {
                 self.lower_facing(old, fun, a, b, c, arg_size, span)?
             }
             _ => {
-                let _ = arg_float;
                 let e = self.remap(self.old[old].clone())?;
                 self.push(e, span)
             }
         })
+    }
+
+    /// Float literals 0 and 1 of `size`.
+    fn zero_one(
+        &mut self,
+        size: Option<naga::VectorSize>,
+        span: naga::Span,
+    ) -> (Handle<Expression>, Handle<Expression>) {
+        (self.literal(ScalarKind::Float, 0.0, size, span), self.literal(ScalarKind::Float, 1.0, size, span))
+    }
+
+    /// `clamp(a, lo, hi)`: floats through the exact min and max, integers through the native ones.
+    fn clamp(
+        &mut self,
+        float: bool,
+        a: Handle<Expression>,
+        lo: Handle<Expression>,
+        hi: Handle<Expression>,
+        span: naga::Span,
+    ) -> Handle<Expression> {
+        if float {
+            let m = self.min_max(Mf::Max, a, lo, span);
+            self.min_max(Mf::Min, m, hi, span)
+        } else {
+            let m = self.math(Mf::Max, &[a, lo], span);
+            self.math(Mf::Min, &[m, hi], span)
+        }
+    }
+
+    /// `mix(a, b, t)` as WGSL defines it: `a * (1 - t) + b * t`.
+    fn mix(
+        &mut self,
+        a: Handle<Expression>,
+        b: Handle<Expression>,
+        t: Handle<Expression>,
+        size: Option<naga::VectorSize>,
+        span: naga::Span,
+    ) -> Handle<Expression> {
+        let one = self.literal(ScalarKind::Float, 1.0, size, span);
+        let rest = self.bin(Bo::Subtract, one, t, span);
+        let l = self.bin(Bo::Multiply, a, rest, span);
+        let r = self.bin(Bo::Multiply, b, t, span);
+        self.bin(Bo::Add, l, r, span)
     }
 
     /// `sign(a)` as comparisons: 1, 0 or -1 of `a`'s kind (0 for a NaN).

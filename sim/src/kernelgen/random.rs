@@ -2,6 +2,43 @@
 
 use super::{Bin, Cmp, E, Fun, HELPER_VARS, Kernel, S, T};
 
+/// The float builtins a kernel may call on one float (`ldexp` with an `i32` beside it).
+const ONE_FLOAT: &[Fun] = &[
+    Fun::Abs,
+    Fun::Floor,
+    Fun::Ceil,
+    Fun::Trunc,
+    Fun::Round,
+    Fun::Fract,
+    Fun::Sqrt,
+    Fun::Exp,
+    Fun::Exp2,
+    Fun::Log,
+    Fun::Log2,
+    Fun::Sin,
+    Fun::Cos,
+    Fun::InverseSqrt,
+    Fun::Degrees,
+    Fun::Radians,
+    Fun::Ldexp,
+    Fun::Sign,
+    Fun::Saturate,
+];
+
+/// The float builtins a kernel may call on several floats (vector ones take their lanes as floats).
+const MANY_FLOATS: &[Fun] = &[
+    Fun::Min,
+    Fun::Max,
+    Fun::Clamp,
+    Fun::Step,
+    Fun::Mix,
+    Fun::Dot2,
+    Fun::Length3,
+    Fun::Distance2,
+    Fun::NormalizeX,
+    Fun::CrossY,
+];
+
 /// splitmix64: small, seedable, and the same on every machine.
 struct Rng(u64);
 
@@ -266,45 +303,14 @@ impl Gen {
             }
             8 if !self.helper => E::Helper(b(self.expr(T::U, d)), b(self.expr(T::F, d))),
             8 | 9 => {
-                let f = self.rng.pick(&[
-                    Fun::Abs,
-                    Fun::Floor,
-                    Fun::Ceil,
-                    Fun::Trunc,
-                    Fun::Round,
-                    Fun::Fract,
-                    Fun::Sqrt,
-                    Fun::Exp,
-                    Fun::Exp2,
-                    Fun::Log,
-                    Fun::Log2,
-                    Fun::Sin,
-                    Fun::Cos,
-                    Fun::InverseSqrt,
-                    Fun::Degrees,
-                    Fun::Radians,
-                    Fun::Ldexp,
-                    Fun::Sign,
-                    Fun::Saturate,
-                ]);
+                let f = self.rng.pick(ONE_FLOAT);
                 match f {
                     Fun::Ldexp => E::Call(f, t, vec![self.expr(t, d), self.expr(T::I, d)]),
                     _ => E::Call(f, t, vec![self.expr(t, d)]),
                 }
             }
             _ => {
-                let f = self.rng.pick(&[
-                    Fun::Min,
-                    Fun::Max,
-                    Fun::Clamp,
-                    Fun::Step,
-                    Fun::Mix,
-                    Fun::Dot2,
-                    Fun::Length3,
-                    Fun::Distance2,
-                    Fun::NormalizeX,
-                    Fun::CrossY,
-                ]);
+                let f = self.rng.pick(MANY_FLOATS);
                 let n = match f {
                     Fun::Min | Fun::Max | Fun::Step => 2,
                     Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX => 3,
