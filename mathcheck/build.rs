@@ -5,12 +5,14 @@
 //! fast path): the code the GPU forms run, for the proof. And for the rate measure
 //! (`math-proof --rate`), `rate_NAME`: each item calls the function 64 times on
 //! arguments of its own, and `rate_unchanged` the same loop without it, its baseline. The
-//! operations on two arguments (`ldexp`, `%`) get `NAME_1` and `NAME_4` likewise, with a second
-//! input array. `split_1`, `split_4` and `formulas_4` (frexp and modf, whose results are
-//! structs; the builtins WGSL defines by a formula) are written out whole.
+//! operations on two or three arguments (`ldexp`, `%`, `fma`) get `NAME_1` and `NAME_4`
+//! likewise, with a second (and third) input array. `split_1`, `split_4` and `formulas_4`
+//! (frexp and modf, whose results are structs; the builtins WGSL defines by a formula) are
+//! written out whole.
 
 /// The library's one-argument functions, as WGSL names them.
-const FUNCTIONS: &[&str] = &["exp", "exp2", "log", "log2", "sin", "cos", "inverseSqrt", "degrees", "radians"];
+const FUNCTIONS: &[&str] =
+    &["exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "inverseSqrt", "degrees", "radians"];
 
 /// A function's name in its blocks' names (Rust modules): `inverseSqrt` as `inverse_sqrt`.
 fn snake(fun: &str) -> String {
@@ -77,13 +79,19 @@ fn rate_range(fun: &str) -> (&'static str, &'static str) {
     if fun.starts_with("log") || fun == "inverseSqrt" { ("100.0", "0.01") } else { ("20.0", "-10.0") }
 }
 
-/// The library's operations on two arguments: the block's name, the second array's element type
-/// and the expression (`x` and `n` are the two arrays). For each, `NAME_1` on scalars and
-/// `NAME_4` on vectors.
-const PAIRS: &[(&str, &str, &str)] = &[("ldexp", "i32", "ldexp(x[i], n[i])"), ("remainder", "f32", "x[i] % n[i]")];
+/// The library's operations on two or three arguments: the block's name, the second array's
+/// element type and the expression (`x`, `n` and, for an operation on three, `z` are the arrays).
+/// For each, `NAME_1` on scalars and `NAME_4` on vectors.
+const PAIRS: &[(&str, &str, &str)] = &[
+    ("ldexp", "i32", "ldexp(x[i], n[i])"),
+    ("remainder", "f32", "x[i] % n[i]"),
+    ("atan2", "f32", "atan2(x[i], n[i])"),
+    ("fma", "f32", "fma(x[i], n[i], z[i])"),
+];
 
-/// A kernel applying `CALL` to each pair of `x` (of `ELEM`) and `n` (of `SECOND`), into `y`.
-const PAIR_TEMPLATE: &str = "// CALL on each pair of x and n.
+/// A kernel applying `CALL` to each pair of `x` (of `ELEM`) and `n` (of `SECOND`), into `y`;
+/// `THIRD` declares `z` (of `ELEM`) for an operation on three, binding 3 (`y` then at `OUT` 4).
+const PAIR_TEMPLATE: &str = "// y[i] = CALL for each i.
 struct Tile {
     start: u32,
     count: u32,
@@ -93,7 +101,7 @@ struct Tile {
 @group(0) @binding(0) var<uniform> tile: Tile;
 @group(0) @binding(1) var<storage, read> x: array<ELEM>;
 @group(0) @binding(2) var<storage, read> n: array<SECOND>;
-@group(0) @binding(3) var<storage, read_write> y: array<ELEM>;
+THIRD@group(0) @binding(OUT) var<storage, read_write> y: array<ELEM>;
 
 @compute @workgroup_size(64)
 fn BLOCK(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -260,12 +268,17 @@ impl Generated {
             for (lanes, elem) in [(1, "f32"), (4, "vec4<f32>")] {
                 let block = format!("{name}_{lanes}");
                 let second = if lanes == 1 { (*second).to_owned() } else { format!("vec4<{second}>") };
+                let three = call.contains("z[i]");
+                let third = if three { "@group(0) @binding(3) var<storage, read> z: array<ELEM>;\n" } else { "" };
                 let text = PAIR_TEMPLATE
+                    .replace("THIRD", third)
+                    .replace("OUT", if three { "4" } else { "3" })
                     .replace("BLOCK", &block)
                     .replace("CALL", call)
                     .replace("SECOND", &second)
                     .replace("ELEM", elem);
-                self.kernel(&block, &text, (lanes == 1).then_some(&[true, true, true][..]));
+                let buffers = if three { &[true; 4][..] } else { &[true; 3][..] };
+                self.kernel(&block, &text, (lanes == 1).then_some(buffers));
             }
         }
     }

@@ -4,6 +4,8 @@
 //! lies too near the middle between two f32 to say which way the exact value rounds, for
 //! the subnormal results of `exp` and `exp2` (which f32 rounds at a coarser place), and for
 //! the arguments of `sin` and `cos` from 2^20 up (which need more of pi than f64 holds).
+//! `fma` is the exception: f64 holds its product exactly and its sum as two parts, so it
+//! rounds every argument itself and never says `None`.
 //!
 //! The generated CPU form calls these and falls back, on `None`, to its transcription of the
 //! library's WGSL (xcd-forms' `mathlib`), which every GPU form runs and which is correctly
@@ -18,10 +20,11 @@
 //! the function says `None` (`round`), so a `Some` is the exact value's rounding. The fallback
 //! costs 150–250 ns where it runs, about 0.05 ns an argument on average.
 //!
-//! This crate owns only these evaluations: no kernel, no IR, no other form. Plain Rust, no
-//! dependencies, on any target with IEEE binary64 arithmetic rounded at each operation (not
-//! x87's extended registers, which the build refuses). It uses std for f64's `sqrt` alone
-//! (IEEE's correctly rounded square root, one instruction on x86-64 and Arm).
+//! This crate owns only these evaluations: no kernel, no IR, no other form. Plain Rust, on any
+//! target with IEEE binary64 arithmetic rounded at each operation (not x87's extended
+//! registers, which the build refuses). It uses std for f64's `sqrt` (IEEE's correctly rounded
+//! square root, one instruction on x86-64 and Arm) and the `libm` crate (musl's functions in
+//! Rust, the same on every target) for f64's `atan`, `atan2`, `asin` and `acos`.
 #![forbid(unsafe_code)]
 
 #[cfg(all(target_arch = "x86", not(target_feature = "sse2")))]
@@ -30,7 +33,9 @@ compile_error!(
 );
 
 mod angle;
+mod atan;
 mod exp;
+mod fma;
 mod log;
 mod round;
 mod rsqrt;
@@ -38,10 +43,12 @@ mod sincos;
 mod tables;
 
 pub use angle::{degrees, ldexp, radians, remainder};
+pub use atan::{acos, asin, atan, atan2};
 pub use exp::{exp, exp2};
+pub use fma::fma;
 pub use log::{log, log2};
 pub use rsqrt::inverse_sqrt;
-pub use sincos::{cos, sin};
+pub use sincos::{cos, sin, tan};
 
 #[cfg(test)]
 mod tests {
@@ -76,6 +83,29 @@ mod tests {
         assert_eq!(sin(-1e-5), Some(-1e-5));
         for x in [f32::NAN, f32::INFINITY, -f32::INFINITY, 1_048_576.0, -f32::MAX] {
             assert_eq!((sin(x), cos(x)), (None, None), "{x}");
+        }
+    }
+
+    #[test]
+    fn fma_rounds_once() {
+        let (inf, nan) = (f32::INFINITY, 0x7fc0_0000);
+        // (1 + 2^-23)(1 - 2^-23) = 1 - 2^-46: unfused it rounds to 1, and minus 1 gives 0.
+        let (u, v) = (f32::from_bits(0x3f80_0001), f32::from_bits(0x3f7f_fffe));
+        assert_eq!(fma(u, v, -1.0), Some(-(2f32.powi(-46))));
+        // Products far below c move only its rounding: a tie broken by the product's sign.
+        assert_eq!(fma(1e-30, 1e-30, 1.0), Some(1.0));
+        assert_eq!(fma(2f32.powi(-24), 1.0 + 2f32.powi(-23), 1.0), Some(1.0 + 2f32.powi(-23)));
+        assert_eq!(fma(2f32.powi(-24), 1.0, 1.0), Some(1.0));
+        assert_eq!(
+            (fma(2.0, -0.0, 0.0).map(f32::to_bits), fma(2.0, -0.0, -0.0).map(f32::to_bits)),
+            (Some(0), Some(0x8000_0000))
+        );
+        assert_eq!(fma(3.0, 2.0, -6.0).map(f32::to_bits), Some(0));
+        assert_eq!((fma(f32::MAX, 2.0, -f32::MAX), fma(inf, 2.0, 1.0)), (Some(f32::MAX), Some(inf)));
+        assert_eq!(fma(f32::from_bits(1), 0.5, 0.0), Some(0.0));
+        assert_eq!(fma(f32::from_bits(3), 0.5, 0.0), Some(f32::from_bits(2)));
+        for (a, b, c) in [(inf, 0.0, 1.0), (inf, 1.0, -inf), (f32::NAN, 1.0, 1.0), (1.0, 1.0, f32::NAN)] {
+            assert_eq!(fma(a, b, c).map(f32::to_bits), Some(nan), "fma({a}, {b}, {c})");
         }
     }
 

@@ -1,7 +1,8 @@
-//! `sin` and `cos` in f64, for |x| < 2^20: x = k pi/2 + r with |r| <= pi/4 (Cody and Waite's
-//! reduction, pi/2 in three parts), then sin(r) or cos(r) by its Taylor polynomial, to r^13 and
-//! r^14 (the next terms are below 2^-44 and 2^-49 of the result). Larger arguments, NaN and the
-//! infinities are left to the fallback, whose integer reduction is exact for every f32.
+//! `sin`, `cos` and `tan` in f64, for |x| < 2^20: x = k pi/2 + r with |r| <= pi/4 (Cody and
+//! Waite's reduction, pi/2 in three parts), then sin(r) or cos(r) by its Taylor polynomial, to
+//! r^13 and r^14 (the next terms are below 2^-44 and 2^-49 of the result), and tan(r) as their
+//! quotient (within about 2^-43). Larger arguments, NaN and the infinities are left to the
+//! fallback, whose integer reduction is exact for every f32.
 
 use crate::round::{SHIFT, rounded};
 use crate::tables::{FRAC_2_PI, PI_2_1, PI_2_2, PI_2_3};
@@ -20,6 +21,21 @@ pub fn cos(x: f32) -> Option<f32> {
     sin_cos(x, 1)
 }
 
+/// `tan(x)` correctly rounded, or `None` where the fallback must say: near a midpoint, or
+/// |x| >= 2^20, NaN or infinite.
+#[inline]
+pub fn tan(x: f32) -> Option<f32> {
+    let a = x.to_bits() & 0x7fff_ffff;
+    if a < 0x3980_0000 {
+        // |x| < 2^-12: tan(x) = x + x^3/3 rounds to x (as the WGSL).
+        return Some(x);
+    }
+    let (r, k) = reduce(x)?;
+    let u = r * r;
+    let (s, c) = (sin_poly(r, u), cos_poly(u));
+    rounded(if k & 1 == 0 { s / c } else { -c / s })
+}
+
 /// sin(x) (`shift` 0) or cos(x) = sin(x + pi/2) (`shift` 1, the quadrant moved on by one).
 #[inline]
 fn sin_cos(x: f32, shift: u32) -> Option<f32> {
@@ -28,7 +44,18 @@ fn sin_cos(x: f32, shift: u32) -> Option<f32> {
         // |x| < 2^-12: sin(x) = x - x^3/6 rounds to x, cos(x) = 1 - x^2/2 to 1 (as the WGSL).
         return Some(if shift == 1 { 1.0 } else { x });
     }
-    if a >= 0x4980_0000 {
+    let (r, k) = reduce(x)?;
+    let u = r * r;
+    let q = k.wrapping_add(shift) & 3;
+    let y = if q & 1 == 0 { sin_poly(r, u) } else { cos_poly(u) };
+    rounded(if q & 2 == 0 { y } else { -y })
+}
+
+/// x = k pi/2 + r, |r| <= pi/4: (r, k mod 2^32), or `None` from |x| = 2^20 up (NaN and the
+/// infinities included).
+#[inline]
+fn reduce(x: f32) -> Option<(f64, u32)> {
+    if x.to_bits() & 0x7fff_ffff >= 0x4980_0000 {
         return None;
     }
     let x = f64::from(x);
@@ -38,11 +65,7 @@ fn sin_cos(x: f32, shift: u32) -> Option<f32> {
     let shifted = x * FRAC_2_PI + SHIFT;
     let k = shifted.to_bits() as u32;
     let kf = shifted - SHIFT;
-    let r = ((x - kf * PI_2_1) - kf * PI_2_2) - kf * PI_2_3;
-    let u = r * r;
-    let q = k.wrapping_add(shift) & 3;
-    let y = if q & 1 == 0 { sin_poly(r, u) } else { cos_poly(u) };
-    rounded(if q & 2 == 0 { y } else { -y })
+    Some((((x - kf * PI_2_1) - kf * PI_2_2) - kf * PI_2_3, k))
 }
 
 /// sin(r) = r + r u S(u), u = r^2, Taylor to r^13, in Estrin's scheme.

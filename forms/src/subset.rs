@@ -280,11 +280,6 @@ impl Checker<'_> {
             | M::FirstLeadingBit => Ok(()),
             // Ours, correctly rounded (`mathlib`): the same bits on every device.
             f if crate::mathlib::implements(f) => Ok(()),
-            M::Fma => Err(self.refuse(
-                span,
-                "fma()",
-                "WGSL lets each device fuse it or not; write a * b + c, which every device rounds the same way",
-            )),
             other => Err(self.refuse(span, format!("{}()", math_name(other)), OPEN_PRECISION)),
         }
     }

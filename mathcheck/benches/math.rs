@@ -14,7 +14,7 @@ use xcd_mathcheck::{FUNCTIONS, run_cpu};
 const N: usize = 1 << 16;
 
 /// `N` arguments evenly over the range a program mostly gives `name`: [-80, 80] for the
-/// exponentials, `sin`, `cos` (nearly all reduced by pi/2), `degrees` and `radians`, (0, 160]
+/// exponentials, `sin`, `cos`, `tan` (nearly all reduced by pi/2), `degrees` and `radians`, (0, 160]
 /// for the logarithms and `inverseSqrt`.
 fn arguments(name: &str) -> Vec<f32> {
     let positive = name.starts_with("log") || name == "inverseSqrt";
@@ -30,6 +30,10 @@ fn rust_f32(name: &str) -> fn(f32) -> f32 {
         "log2" => f32::log2,
         "sin" => f32::sin,
         "cos" => f32::cos,
+        "tan" => f32::tan,
+        "asin" => f32::asin,
+        "acos" => f32::acos,
+        "atan" => f32::atan,
         "inverseSqrt" => |x| 1.0 / x.sqrt(),
         "degrees" => f32::to_degrees,
         "radians" => f32::to_radians,

@@ -96,6 +96,42 @@ pub const FUNCTIONS: &[Function] = &[
         reference: core_math::cosf,
     },
     Function {
+        name: "tan",
+        block: tan_1::block,
+        block4: tan_4::block,
+        rate: rate_tan::block,
+        wgsl: as_wgsl::tan_1::cpu,
+        fast: xcd_runtime::cpumath::tan,
+        reference: core_math::tanf,
+    },
+    Function {
+        name: "asin",
+        block: asin_1::block,
+        block4: asin_4::block,
+        rate: rate_asin::block,
+        wgsl: as_wgsl::asin_1::cpu,
+        fast: xcd_runtime::cpumath::asin,
+        reference: core_math::asinf,
+    },
+    Function {
+        name: "acos",
+        block: acos_1::block,
+        block4: acos_4::block,
+        rate: rate_acos::block,
+        wgsl: as_wgsl::acos_1::cpu,
+        fast: xcd_runtime::cpumath::acos,
+        reference: core_math::acosf,
+    },
+    Function {
+        name: "atan",
+        block: atan_1::block,
+        block4: atan_4::block,
+        rate: rate_atan::block,
+        wgsl: as_wgsl::atan_1::cpu,
+        fast: xcd_runtime::cpumath::atan,
+        reference: core_math::atanf,
+    },
+    Function {
         name: "inverseSqrt",
         block: inverse_sqrt_1::block,
         block4: inverse_sqrt_4::block,
@@ -158,57 +194,93 @@ pub mod reference {
     }
 }
 
-/// One operation of the library on two arguments, the second an i32 (`ldexp`) or an f32 (`%`),
-/// carried as its bits.
+/// One operation of the library on two or three arguments: the second an i32 (`ldexp`) or an
+/// f32 (`%`, `atan2`, `fma`), carried as its bits, the third (`fma`'s) an f32.
 #[derive(Debug, Clone, Copy)]
 pub struct Pair {
     /// Its name in WGSL (`%` as `remainder`).
     pub name: &'static str,
-    /// The block that applies it to each pair of f32 and second argument.
+    /// The block that applies it to each f32 and its other arguments.
     pub block: fn() -> xcd_runtime::Block,
-    /// The same on vec4<f32> and a vector of the second argument's type, componentwise.
+    /// The same on vec4<f32> and vectors of the other arguments' types, componentwise.
     pub block4: fn() -> xcd_runtime::Block,
     /// `block`'s CPU form with the library's WGSL alone (what the GPU forms compute).
     pub wgsl: CpuKernel,
-    /// The correctly rounded result, from code apart from the library's: musl's scalbnf (the
-    /// `libm` crate) for `ldexp`, the platform's fmodf (Rust's `%`) for the remainder.
-    pub reference: fn(f32, u32) -> f32,
+    /// The correctly rounded result, from code apart from the library's: musl's scalbnf and
+    /// fmaf (the `libm` crate) for `ldexp` and `fma`, the platform's fmodf (Rust's `%`) for
+    /// the remainder, CORE-MATH's for `atan2`. The third argument is 0 for an operation on two.
+    pub reference: fn(f32, u32, f32) -> f32,
     /// Whether the second argument is an f32 (else an i32).
     pub second_is_float: bool,
+    /// Whether it takes a third argument.
+    pub third: bool,
 }
 
-/// Every operation of the library on two arguments.
+/// Every operation of the library on two or three arguments.
 pub const PAIRS: &[Pair] = &[
     Pair {
         name: "ldexp",
         block: ldexp_1::block,
         block4: ldexp_4::block,
         wgsl: as_wgsl::ldexp_1::cpu,
-        reference: |x, n| libm::ldexpf(x, n as i32),
+        reference: |x, n, _| libm::ldexpf(x, n as i32),
         second_is_float: false,
+        third: false,
     },
     Pair {
         name: "remainder",
         block: remainder_1::block,
         block4: remainder_4::block,
         wgsl: as_wgsl::remainder_1::cpu,
-        reference: |x, y| x % f32::from_bits(y),
+        reference: |x, y, _| x % f32::from_bits(y),
         second_is_float: true,
+        third: false,
+    },
+    Pair {
+        name: "atan2",
+        block: atan2_1::block,
+        block4: atan2_4::block,
+        wgsl: as_wgsl::atan2_1::cpu,
+        reference: |y, x, _| core_math::atan2f(y, f32::from_bits(x)),
+        second_is_float: true,
+        third: false,
+    },
+    Pair {
+        name: "fma",
+        block: fma_1::block,
+        block4: fma_4::block,
+        wgsl: as_wgsl::fma_1::cpu,
+        reference: |a, b, c| libm::fmaf(a, f32::from_bits(b), c),
+        second_is_float: true,
+        third: true,
     },
 ];
 
-/// Random pairs for `p`, the same for the same `seed`: for `ldexp` any f32 with an exponent
-/// mostly in [-330, 330] (one in 16 any i32); for `%` any two f32 (their exponents mostly far
-/// apart), every second pair with exponents within 24 of each other, where the remainder keeps
-/// bits. Fills `x` and `second` (as long as each other).
-pub fn draw_pairs(p: &Pair, seed: u64, x: &mut [f32], second: &mut [u32]) {
+/// A xorshift generator from `seed` (never 0): 32 random bits a call.
+fn random_bits(seed: u64) -> impl FnMut() -> u32 {
     let mut s = seed.max(1);
-    let mut next = move || {
+    move || {
         s ^= s << 13;
         s ^= s >> 7;
         s ^= s << 17;
         (s >> 16) as u32
-    };
+    }
+}
+
+/// `bits` with its exponent field set to `field`, clamped to the finite ones.
+fn with_exponent(bits: u32, field: i32) -> u32 {
+    (bits & 0x807f_ffff) | ((field.clamp(0, 254) as u32) << 23)
+}
+
+/// Random arguments for `p`, the same for the same `seed`: for `ldexp` any f32 with an exponent
+/// mostly in [-330, 330] (one in 16 any i32); for `%` any two f32 (their exponents mostly far
+/// apart), every second pair with exponents within 24 of each other, where the remainder keeps
+/// bits; for `fma` any three f32 in one case of four, and otherwise products of moderate size
+/// with `c` near them (within 26 binades, or the product's own rounding moved by a few units,
+/// where most bits cancel). Fills `x`, `second` and `third` (`third` empty for an operation on
+/// two, else as long as `x`).
+pub fn draw_pairs(p: &Pair, seed: u64, x: &mut [f32], second: &mut [u32], third: &mut [f32]) {
+    let mut next = random_bits(seed);
     for (i, (x, second)) in x.iter_mut().zip(second.iter_mut()).enumerate() {
         let (a, b) = (next(), next());
         *x = f32::from_bits(a);
@@ -216,27 +288,34 @@ pub fn draw_pairs(p: &Pair, seed: u64, x: &mut [f32], second: &mut [u32]) {
             (false, _) if b.is_multiple_of(16) => next(),
             (false, _) => ((b % 661) as i32 - 330) as u32,
             (true, 0) => b,
-            (true, _) => {
-                let exponent = ((a >> 23) & 0xff) as i32 + (b % 49) as i32 - 24;
-                (b & 0x807f_ffff) | ((exponent.clamp(0, 254) as u32) << 23)
-            }
+            (true, _) => with_exponent(b, ((a >> 23) & 0xff) as i32 + (b % 49) as i32 - 24),
         };
+        if let Some(z) = third.get_mut(i) {
+            *z = f32::from_bits(next());
+            if i % 4 != 0 {
+                let field = |v: u32| ((v >> 23) & 0xff) as i32;
+                let (a, b) = (with_exponent(a, 64 + field(a) / 2), with_exponent(b, 64 + field(b) / 2));
+                (*x, *second) = (f32::from_bits(a), b);
+                let product = *x * f32::from_bits(b);
+                *z = f32::from_bits(match i % 4 {
+                    1 => with_exponent(next(), field(product.to_bits()) + (next() % 53) as i32 - 26),
+                    _ => (-product).to_bits() ^ (next() & 7),
+                });
+            }
+        }
     }
 }
 
-/// Runs a pair's block's CPU form on `x` and `n` as one tile, into `y` (as long as `x`): items of
-/// `lanes` values each.
-pub fn run_cpu_pair(kernel: CpuKernel, lanes: usize, x: &[f32], n: &[u32], y: &mut [f32]) {
+/// Runs a pair's block's CPU form on `x`, `n` and `z` (empty for an operation on two) as one
+/// tile, into `y` (as long as `x`): items of `lanes` values each.
+pub fn run_cpu_pair(kernel: CpuKernel, lanes: usize, x: &[f32], n: &[u32], z: &[f32], y: &mut [f32]) {
     let tile = Tile { start: 0, count: (x.len() / lanes) as u32 };
-    let mut t = CpuTile::new(
-        tile,
-        &[],
-        vec![
-            CpuArg::Read(bytemuck::cast_slice(x)),
-            CpuArg::Read(bytemuck::cast_slice(n)),
-            CpuArg::Write(bytemuck::cast_slice_mut(y)),
-        ],
-    );
+    let mut args = vec![CpuArg::Read(bytemuck::cast_slice(x)), CpuArg::Read(bytemuck::cast_slice(n))];
+    if !z.is_empty() {
+        args.push(CpuArg::Read(bytemuck::cast_slice(z)));
+    }
+    args.push(CpuArg::Write(bytemuck::cast_slice_mut(y)));
+    let mut t = CpuTile::new(tile, &[], args);
     kernel(&mut t);
 }
 

@@ -138,7 +138,7 @@ fn hard(f: &Function) -> Vec<f32> {
             0x43ff_c006,
             0x4b55_4996,
         ],
-        "sin" | "cos" => &[
+        "sin" | "cos" | "tan" => &[
             // Where the series takes over from x and 1 (2^-12), pi/4 (where the reduction
             // begins), the multiples of pi/2 nearest an f32 up to 2 pi, and 2^24.
             0x3980_0000,
@@ -163,6 +163,37 @@ fn hard(f: &Function) -> Vec<f32> {
             0x51a3_e87f,
             0x43fc_e5f1,
             0x7758_4625,
+        ],
+        // Where x stands for asin(x) (2^-12), where 1 - x^2 stops being exact (2^-9) and
+        // rounds to 1 (2^-32), 1/2, and the last f32 below 1 (the smallest sqrt(1 - x^2)).
+        "asin" | "acos" => &[
+            0x3980_0000,
+            0x397f_ffff,
+            0x3b00_0000,
+            0x3aff_ffff,
+            0x2f80_0000,
+            0x2f7f_ffff,
+            0x3f00_0000,
+            0x3f7f_ffff,
+            0x3f7f_fffe,
+            0x3f80_0001,
+        ],
+        // Where x stands for atan(x) (2^-12), the series takes over from the table (2^-5),
+        // the table's sixteenths change (at odd thirty-seconds), 1 (pi/4, where 1/x takes
+        // over), and arguments whose 1/x is tiny.
+        "atan" => &[
+            0x3980_0000,
+            0x397f_ffff,
+            0x3d00_0000,
+            0x3cff_ffff,
+            0x3d40_0000,
+            0x3dc0_0000,
+            0x3ef8_0000,
+            0x3f78_0000,
+            0x3f7f_ffff,
+            0x3f80_0001,
+            0x4b80_0000,
+            0x5f80_0000,
         ],
         // The arguments whose results lie nearest a rounding midpoint (2.6e-9 of a unit for
         // the first; found by exact integer arithmetic over every significand and exponent

@@ -1,8 +1,9 @@
-//! The library's operations on two arguments (`ldexp`, and `%` on floats as `remainder`), bit
-//! for bit against references written apart from it (musl's scalbnf, the platform's fmodf), on
-//! the CPU form, the library's WGSL alone (the GPU forms' code, transcribed), the PTX
-//! interpreter and llvmpipe: every pair of special values and edges, and random pairs
-//! (`XCD_MATH_RANDOM` of them, default 1,000,000; scripts/math-proof's `--pairs` runs many more).
+//! The library's operations on two or three arguments (`ldexp`, `%` on floats as `remainder`,
+//! `fma`), bit for bit against references written apart from it (musl's scalbnf and fmaf, the
+//! platform's fmodf), on the CPU form, the library's WGSL alone (the GPU forms' code,
+//! transcribed), the PTX interpreter and llvmpipe: every pair (or triple) of special values and
+//! edges, and random ones (`XCD_MATH_RANDOM` of them, default 1,000,000; scripts/math-proof's
+//! `--pairs` runs many more).
 
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob};
@@ -72,77 +73,127 @@ const EXPONENTS: &[i32] = &[
     i32::MIN,
 ];
 
-/// Every pair of the edges, then random pairs (`draw_pairs`).
-fn arguments(p: &Pair) -> (Vec<f32>, Vec<u32>) {
+/// An operation's arguments: `third` empty for an operation on two.
+struct Arguments {
+    x: Vec<f32>,
+    second: Vec<u32>,
+    third: Vec<f32>,
+}
+
+impl Arguments {
+    /// The `i`th arguments, the third 0 for an operation on two.
+    fn get(&self, i: usize) -> (f32, u32, f32) {
+        (self.x[i], self.second[i], self.third.get(i).copied().unwrap_or(0.0))
+    }
+
+    /// The first `n` arguments.
+    fn truncate(&mut self, n: usize) {
+        self.x.truncate(n);
+        self.second.truncate(n);
+        self.third.truncate(n);
+    }
+
+    /// The arguments `keep` says yes to.
+    fn filter(&self, keep: impl Fn((f32, u32, f32)) -> bool) -> Arguments {
+        let mut kept = Arguments { x: Vec::new(), second: Vec::new(), third: Vec::new() };
+        for i in (0..self.x.len()).filter(|&i| keep(self.get(i))) {
+            kept.x.push(self.x[i]);
+            kept.second.push(self.second[i]);
+            if let Some(&z) = self.third.get(i) {
+                kept.third.push(z);
+            }
+        }
+        kept
+    }
+}
+
+/// Every pair (or triple) of the edges, then random ones (`draw_pairs`).
+fn arguments(p: &Pair) -> Arguments {
     let n = std::env::var("XCD_MATH_RANDOM").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let seconds: Vec<u32> =
         if p.second_is_float { FLOATS.to_vec() } else { EXPONENTS.iter().map(|&e| e as u32).collect() };
-    let (mut x, mut second) = (Vec::new(), Vec::new());
+    let thirds: &[u32] = if p.third { FLOATS } else { &[0] };
+    let mut args = Arguments { x: Vec::new(), second: Vec::new(), third: Vec::new() };
     for &a in FLOATS {
         for &b in &seconds {
-            x.push(f32::from_bits(a));
-            second.push(b);
+            for &c in thirds {
+                args.x.push(f32::from_bits(a));
+                args.second.push(b);
+                if p.third {
+                    args.third.push(f32::from_bits(c));
+                }
+            }
         }
     }
-    let (mut rx, mut rs) = (vec![0f32; n], vec![0u32; n]);
-    draw_pairs(p, 0x5eed ^ p.name.len() as u64, &mut rx, &mut rs);
-    x.extend(rx);
-    second.extend(rs);
-    (x, second)
+    let (mut rx, mut rs, mut rz) = (vec![0f32; n], vec![0u32; n], vec![0f32; if p.third { n } else { 0 }]);
+    draw_pairs(p, 0x5eed ^ p.name.len() as u64, &mut rx, &mut rs, &mut rz);
+    args.x.extend(rx);
+    args.second.extend(rs);
+    args.third.extend(rz);
+    args
 }
 
-/// The pairs on which `got` is not the reference's result, listed.
-fn wrong(p: &Pair, x: &[f32], second: &[u32], got: &[f32]) -> Vec<String> {
-    x.iter()
-        .zip(second)
-        .zip(got)
-        .filter(|&((&a, &b), &y)| !same(y, (p.reference)(a, b)))
-        .take(20)
-        .map(|((&a, &b), &y)| {
-            format!(
-                "{}({:#010x}, {b:#x}) gave {:#010x}, not {:#010x}",
-                p.name,
-                a.to_bits(),
-                y.to_bits(),
-                (p.reference)(a, b).to_bits()
-            )
+/// The arguments on which `got` is not the reference's result, listed.
+fn wrong(p: &Pair, args: &Arguments, got: &[f32]) -> Vec<String> {
+    got.iter()
+        .enumerate()
+        .filter_map(|(i, &y)| {
+            let (a, b, c) = args.get(i);
+            let want = (p.reference)(a, b, c);
+            let third = if p.third { format!(", {:#010x}", c.to_bits()) } else { String::new() };
+            (!same(y, want)).then(|| {
+                format!(
+                    "{}({:#010x}, {b:#x}{third}) gave {:#010x}, not {:#010x}",
+                    p.name,
+                    a.to_bits(),
+                    y.to_bits(),
+                    want.to_bits()
+                )
+            })
         })
+        .take(20)
         .collect()
 }
 
 #[test]
 fn the_cpu_form_and_the_wgsl_alone_give_the_reference_s_bits() {
     for p in PAIRS {
-        let (mut x, mut second) = arguments(p);
-        x.truncate(x.len() / 4 * 4);
-        second.truncate(x.len());
-        let mut y = vec![0f32; x.len()];
-        run_cpu_pair((p.block)().cpu, 1, &x, &second, &mut y);
-        let bad = wrong(p, &x, &second, &y);
+        let mut args = arguments(p);
+        args.truncate(args.x.len() / 4 * 4);
+        let run = |kernel, lanes| {
+            let mut y = vec![0f32; args.x.len()];
+            run_cpu_pair(kernel, lanes, &args.x, &args.second, &args.third, &mut y);
+            y
+        };
+        let y = run((p.block)().cpu, 1);
+        let bad = wrong(p, &args, &y);
         assert!(bad.is_empty(), "CPU form, {} wrong:\n{}", bad.len(), bad.join("\n"));
-        let mut y4 = vec![0f32; x.len()];
-        run_cpu_pair((p.block4)().cpu, 4, &x, &second, &mut y4);
+        let y4 = run((p.block4)().cpu, 4);
         assert!(y.iter().zip(&y4).all(|(a, b)| a.to_bits() == b.to_bits()), "{}: vec4 differs from f32", p.name);
-        let mut alone = vec![0f32; x.len()];
-        run_cpu_pair(p.wgsl, 1, &x, &second, &mut alone);
-        let bad = wrong(p, &x, &second, &alone);
+        let bad = wrong(p, &args, &run(p.wgsl, 1));
         assert!(bad.is_empty(), "the WGSL alone, {} wrong:\n{}", bad.len(), bad.join("\n"));
     }
 }
 
-/// Runs a pair's block on `device` in tiles of 2^16 pairs; the results, or why a tile failed.
-fn run(device: &DeviceHandle, p: &Pair, x: &[f32], second: &[u32]) -> Result<Vec<f32>, EngineError> {
+/// Runs a pair's block on `device` in tiles of 2^16 items; the results, or why a tile failed.
+fn run(device: &DeviceHandle, p: &Pair, args: &Arguments) -> Result<Vec<f32>, EngineError> {
+    const TILE: usize = 1 << 16;
     let id = device.load_blocking((p.block)().desc.clone())?;
-    let mut out = Vec::with_capacity(x.len());
-    for (a, b) in x.chunks(1 << 16).zip(second.chunks(1 << 16)) {
+    let mut out = Vec::with_capacity(args.x.len());
+    for start in (0..args.x.len()).step_by(TILE) {
+        let end = (start + TILE).min(args.x.len());
+        let mut inputs = vec![
+            Bytes::copy_from_slice(bytemuck::cast_slice(&args.x[start..end])),
+            Bytes::copy_from_slice(bytemuck::cast_slice(&args.second[start..end])),
+        ];
+        if p.third {
+            inputs.push(Bytes::copy_from_slice(bytemuck::cast_slice(&args.third[start..end])));
+        }
         let job = TileJob {
             block: id,
-            tile: Tile { start: 0, count: a.len() as u32 },
+            tile: Tile { start: 0, count: (end - start) as u32 },
             params: Vec::new(),
-            inputs: vec![
-                Bytes::copy_from_slice(bytemuck::cast_slice(a)),
-                Bytes::copy_from_slice(bytemuck::cast_slice(b)),
-            ],
+            inputs,
             whole: Vec::new(),
         };
         out.extend(bytemuck::pod_collect_to_vec::<u8, f32>(&device.run_blocking(job)?.outputs[0]));
@@ -158,9 +209,9 @@ fn the_ptx_interpreter_gives_the_reference_s_bits() {
             let ptx = (p.block)().desc.forms.ptx.clone().expect("xcd-build makes the PTX form");
             xcd_ptxsim::ptxas::check(&ptxas, &ptx, p.name).unwrap_or_else(|e| panic!("{e}"));
         }
-        let (x, second) = arguments(p);
-        let got = run(&device, p, &x, &second).unwrap_or_else(|e| panic!("{}: {e}", p.name));
-        let bad = wrong(p, &x, &second, &got);
+        let args = arguments(p);
+        let got = run(&device, p, &args).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let bad = wrong(p, &args, &got);
         assert!(bad.is_empty(), "{} wrong:\n{}", bad.len(), bad.join("\n"));
     }
 }
@@ -172,17 +223,15 @@ fn llvmpipe_runs_every_pair_whose_values_are_normal() {
         return;
     };
     for p in PAIRS {
-        let (x, second) = arguments(p);
         let normal = |v: f32| !v.is_subnormal();
-        let (x, second): (Vec<f32>, Vec<u32>) = x
-            .into_iter()
-            .zip(second)
-            .filter(|&(a, b)| {
-                normal(a) && (!p.second_is_float || normal(f32::from_bits(b))) && normal((p.reference)(a, b))
-            })
-            .unzip();
-        let got = run(&device, p, &x, &second).unwrap_or_else(|e| panic!("{}: {e}", p.name));
-        let bad = wrong(p, &x, &second, &got);
+        let args = arguments(p).filter(|(a, b, c)| {
+            normal(a)
+                && (!p.second_is_float || normal(f32::from_bits(b)))
+                && normal(c)
+                && normal((p.reference)(a, b, c))
+        });
+        let got = run(&device, p, &args).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let bad = wrong(p, &args, &got);
         assert!(bad.is_empty(), "{} wrong:\n{}", bad.len(), bad.join("\n"));
     }
 }

@@ -3,9 +3,10 @@
 //! PTX interpreter (PTX made by xcd-forms, launched as the CUDA backend launches it), and their
 //! PTX must assemble with ptxas for sm_60 and sm_90.
 //!
-//! The kernels call the math library's `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `inverseSqrt`,
-//! `degrees`, `radians` and `ldexp` too, and take `%` of floats (checked against CORE-MATH's,
-//! correctly rounded, and exact products and remainders).
+//! The kernels call the math library's `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `tan`, `asin`,
+//! `acos`, `atan`, `atan2`, `inverseSqrt`, `degrees`, `radians`, `ldexp` and `fma` too, and take `%` of floats (checked
+//! against CORE-MATH's, correctly rounded, exact products and remainders, and Rust's fused
+//! `mul_add`).
 //! `XCD_DIFF_KERNELS` sets how many kernels (default 40), `XCD_DIFF_SEED` the first seed;
 //! scripts/difftest runs many in a release build and prints the figures for docs/kernels.md.
 
@@ -132,11 +133,27 @@ fn generated_kernels_give_the_same_bits_everywhere() {
     for seed in first..first + count {
         let kernel = kg::generate(seed);
         let inputs = kg::inputs(seed, ITEMS);
-        library_calls +=
-            ["exp(", "exp2(", "log(", "log2(", "sin(", "cos(", "inverseSqrt(", "degrees(", "radians(", "ldexp("]
-                .iter()
-                .map(|f| kernel.wgsl().matches(f).count())
-                .sum::<usize>();
+        library_calls += [
+            "exp(",
+            "exp2(",
+            "log(",
+            "log2(",
+            "sin(",
+            "cos(",
+            "tan(",
+            "asin(",
+            "acos(",
+            "atan(",
+            "atan2(",
+            "inverseSqrt(",
+            "degrees(",
+            "radians(",
+            "ldexp(",
+            "fma(",
+        ]
+        .iter()
+        .map(|f| kernel.wgsl().matches(f).count())
+        .sum::<usize>();
         if let Some(ptxas) = &ptxas {
             let ptx = xcd_forms::Kernel::from_wgsl(&kernel.wgsl(), "k").and_then(|k| k.ptx());
             match ptx {

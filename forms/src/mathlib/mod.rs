@@ -40,17 +40,25 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("sincos.wgsl"),
     "\n",
+    include_str!("tan.wgsl"),
+    "\n",
+    include_str!("atan.wgsl"),
+    "\n",
+    include_str!("asin.wgsl"),
+    "\n",
     include_str!("rsqrt.wgsl"),
     "\n",
     include_str!("angle.wgsl"),
     "\n",
     include_str!("exact.wgsl"),
+    "\n",
+    include_str!("fma.wgsl"),
 );
 
 /// A builtin the library implements: the library's WGSL function for it (on scalars: one f32,
-/// and for `ldexp` an i32 beside it), and the CPU form's f64 fast path, if it has one (a
-/// function of `xcd-cpumath` taking the same arguments and returning `Option<f32>`, as the
-/// runtime re-exports it, saying `None` where the WGSL must decide).
+/// for `ldexp` an i32 beside it, for `atan2` two f32, for `fma` three), and the CPU form's f64 fast path, if it
+/// has one (a function of `xcd-cpumath` taking the same arguments and returning `Option<f32>`,
+/// as the runtime re-exports it, saying `None` where the WGSL must decide).
 struct Implemented {
     builtin: Builtin,
     wgsl: &'static str,
@@ -97,6 +105,31 @@ const FUNCTIONS: &[Implemented] = &[
         fast: Some("::xcd_runtime::cpumath::cos"),
     },
     Implemented {
+        builtin: Builtin::Math(MathFunction::Tan),
+        wgsl: "xcm_tan",
+        fast: Some("::xcd_runtime::cpumath::tan"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Atan),
+        wgsl: "xcm_atan",
+        fast: Some("::xcd_runtime::cpumath::atan"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Atan2),
+        wgsl: "xcm_atan2",
+        fast: Some("::xcd_runtime::cpumath::atan2"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Asin),
+        wgsl: "xcm_asin",
+        fast: Some("::xcd_runtime::cpumath::asin"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Acos),
+        wgsl: "xcm_acos",
+        fast: Some("::xcd_runtime::cpumath::acos"),
+    },
+    Implemented {
         builtin: Builtin::Math(MathFunction::InverseSqrt),
         wgsl: "xcm_inverse_sqrt",
         fast: Some("::xcd_runtime::cpumath::inverse_sqrt"),
@@ -115,6 +148,11 @@ const FUNCTIONS: &[Implemented] = &[
         builtin: Builtin::Math(MathFunction::Ldexp),
         wgsl: "xcm_ldexp",
         fast: Some("::xcd_runtime::cpumath::ldexp"),
+    },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Fma),
+        wgsl: "xcm_fma",
+        fast: Some("::xcd_runtime::cpumath::fma"),
     },
     Implemented { builtin: Builtin::Math(MathFunction::Frexp), wgsl: "xcm_frexp", fast: None },
     Implemented { builtin: Builtin::Math(MathFunction::Modf), wgsl: "xcm_modf", fast: None },

@@ -35,45 +35,61 @@ fn xcm_sin_cos(x: f32, cosine: u32) -> f32 {
         }
         return x;
     }
-    // |x| = m 2^e, m of 24 bits; below pi/4 (0x3f490fdb, just above it) r = |x| exactly.
-    let e = i32(a >> 23u) - 150;
-    let m = (a & 0x7fffffu) | 0x800000u;
-    var r = vec4<u32>(m << 8u, 0u, u32(-e - 23), 0u);
-    if (a >= 0x3f490fdbu) {
-        r = xcm_reduce(m, e);
-    }
+    let r = xcm_reduce_any(a);
     // r = (r.x, r.y) 2^-(63 + r.z), negative where r.w's bit 2 is set, in quadrant r.w & 3.
     let q = (r.w & 3u) + cosine;
     let z = i32(r.z);
     let rn = vec2<u32>(r.x, r.y);
     let u = xcm_shr64(xcm_mulhi64(rn, rn), u32(2 * z - 2));
-    var y: vec2<u32>;
-    var k: i32;
+    var part: vec3<u32>;
     var negative = (q & 2u) != 0u;
     if ((q & 1u) == 0u) {
-        // sin(r) = r - r u S(u), at least 0.89 r: normalized by one bit at most.
-        y = xcm_sub64(rn, xcm_mulhi64(rn, xcm_mulhi64(u, xcm_series(u, 0u))));
-        k = -63 - z;
-        if (y.x < 0x80000000u) {
-            y = vec2<u32>((y.x << 1u) | (y.y >> 31u), y.y << 1u);
-            k = k - 1;
-        }
+        part = xcm_sin_part(rn, z, u);
         negative = negative != ((r.w & 4u) != 0u);
     } else {
-        // cos(r) = 1 - u C(u), u C(u) < 1/2: 2^64 - d as a 64-bit significand, or 1 if d is 0.
-        let d = xcm_mulhi64(u, xcm_series(u, 1u));
-        y = vec2<u32>(0x80000000u, 0u);
-        k = -63;
-        if (d.x != 0u || d.y != 0u) {
-            y = xcm_sub64(vec2<u32>(0xffffffffu, 0xffffffffu), d);
-            y = vec2<u32>(y.x + u32(y.y == 0xffffffffu), y.y + 1u);
-            k = -64;
-        }
+        part = xcm_cos_part(u);
     }
     if (cosine == 0u && bits != a) {
         negative = !negative;
     }
-    return xcm_round64(negative, y, k);
+    return xcm_round64(negative, part.xy, bitcast<i32>(part.z));
+}
+
+// |x| = m 2^e, m of 24 bits, reduced modulo pi/2 (see `xcm_reduce`): |x| itself below pi/4
+// (0x3f490fdb, just above it), with quadrant 0.
+fn xcm_reduce_any(a: u32) -> vec4<u32> {
+    let e = i32(a >> 23u) - 150;
+    let m = (a & 0x7fffffu) | 0x800000u;
+    if (a >= 0x3f490fdbu) {
+        return xcm_reduce(m, e);
+    }
+    return vec4<u32>(m << 8u, 0u, u32(-e - 23), 0u);
+}
+
+// sin(r) for r = rn 2^-(63 + z) >= 0, u = r^2 as `xcm_sin_cos` makes it: (significand with its
+// top bit set, its exponent as bits), sin(r) = significand 2^exponent.
+fn xcm_sin_part(rn: vec2<u32>, z: i32, u: vec2<u32>) -> vec3<u32> {
+    // sin(r) = r - r u S(u), at least 0.89 r: normalized by one bit at most.
+    var y = xcm_sub64(rn, xcm_mulhi64(rn, xcm_mulhi64(u, xcm_series(u, 0u))));
+    var k = -63 - z;
+    if (y.x < 0x80000000u) {
+        y = vec2<u32>((y.x << 1u) | (y.y >> 31u), y.y << 1u);
+        k = k - 1;
+    }
+    return vec3<u32>(y.x, y.y, bitcast<u32>(k));
+}
+
+// cos(r) for u = r^2, as `xcm_sin_part` gives sin(r).
+fn xcm_cos_part(u: vec2<u32>) -> vec3<u32> {
+    // cos(r) = 1 - u C(u), u C(u) < 1/2: 2^64 - d as a 64-bit significand, or 1 if d is 0.
+    let d = xcm_mulhi64(u, xcm_series(u, 1u));
+    // The exponent, -63 or -64, as bits.
+    if (d.x == 0u && d.y == 0u) {
+        return vec3<u32>(0x80000000u, 0u, 0xffffffc1u);
+    }
+    var y = xcm_sub64(vec2<u32>(0xffffffffu, 0xffffffffu), d);
+    y = vec2<u32>(y.x + u32(y.y == 0xffffffffu), y.y + 1u);
+    return vec3<u32>(y.x, y.y, 0xffffffc0u);
 }
 
 // x = m 2^e (m of 24 bits, x >= 1/2) reduced modulo pi/2: (r's significand as (high, low)

@@ -1,6 +1,7 @@
 // 64-bit integer arithmetic in pairs of u32 words (high word, low word), and the rounding of
-// a 64-bit significand to f32: what the functions computed in integers share (sin and cos,
-// degrees and radians, ldexp, inverseSqrt). Every device does u32 arithmetic exactly.
+// a 64-bit significand to f32: what the functions computed in integers share (sin, cos and
+// tan, atan and atan2, degrees and radians, ldexp, fma, inverseSqrt). Every device does u32
+// arithmetic exactly.
 
 // a * b exactly, as (high word, low word).
 fn xcm_mul32(a: u32, b: u32) -> vec2<u32> {
@@ -48,6 +49,44 @@ fn xcm_shr64(a: vec2<u32>, n: u32) -> vec2<u32> {
         return a;
     }
     return vec2<u32>(a.x >> n, (a.y >> n) | (a.x << (32u - n)));
+}
+
+// a << n for a 64-bit value (n < 64).
+fn xcm_shl64(a: vec2<u32>, n: u32) -> vec2<u32> {
+    if (n >= 32u) {
+        return vec2<u32>(a.y << (n - 32u), 0u);
+    }
+    if (n == 0u) {
+        return a;
+    }
+    return vec2<u32>((a.x << n) | (a.y >> (32u - n)), a.y << n);
+}
+
+// a / b for 64-bit significands with their top bits set: (q with its top bit set, k as bits),
+// a / b = q 2^k, q the quotient truncated to 64 bits with its lowest bit set if any remainder
+// is left (jammed, for the rounding that follows: 40 bits below f32's lie between).
+fn xcm_div64(a: vec2<u32>, b: vec2<u32>) -> vec3<u32> {
+    var rem = a;
+    var q = vec2<u32>(0u, 0u);
+    var steps = 64u;
+    // a / b in [1, 2): its first bit now, 2^-63 for the last; in (1/2, 1): 2^-64.
+    var k = -64;
+    if (rem.x > b.x || (rem.x == b.x && rem.y >= b.y)) {
+        rem = xcm_sub64(rem, b);
+        q = vec2<u32>(0u, 1u);
+        steps = 63u;
+        k = -63;
+    }
+    for (var i = 0u; i < steps; i = i + 1u) {
+        let carry = rem.x >> 31u;
+        rem = vec2<u32>((rem.x << 1u) | (rem.y >> 31u), rem.y << 1u);
+        q = vec2<u32>((q.x << 1u) | (q.y >> 31u), q.y << 1u);
+        if (carry == 1u || rem.x > b.x || (rem.x == b.x && rem.y >= b.y)) {
+            rem = vec2<u32>(rem.x - b.x - u32(rem.y < b.y), rem.y - b.y);
+            q = vec2<u32>(q.x, q.y | 1u);
+        }
+    }
+    return vec3<u32>(q.x, q.y | u32(rem.x != 0u || rem.y != 0u), bitcast<u32>(k));
 }
 
 // y 2^k, y a 64-bit significand with its top bit set, rounded once to the nearest f32 (ties

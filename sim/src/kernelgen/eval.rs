@@ -380,6 +380,11 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Log2 => core_math::log2f(fl(0)),
         Fun::Sin => core_math::sinf(fl(0)),
         Fun::Cos => core_math::cosf(fl(0)),
+        Fun::Tan => core_math::tanf(fl(0)),
+        Fun::Asin => core_math::asinf(fl(0)),
+        Fun::Acos => core_math::acosf(fl(0)),
+        Fun::Atan => core_math::atanf(fl(0)),
+        Fun::Atan2 => core_math::atan2f(fl(0), fl(1)),
         Fun::InverseSqrt => core_math::rsqrtf(fl(0)),
         // x 180/pi and x pi/180 to within 2^-104, rounded once: correct wherever the exact value
         // is not within that of a midpoint, which no f32 is (docs/kernels.md).
@@ -387,6 +392,8 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Radians => times(fl(0), f64::from_bits(0x3f91_df46_a252_9d39), f64::from_bits(0x3c15_c1d8_becd_d291)),
         // Exact in f64 once n is clamped, then rounded once.
         Fun::Ldexp => (f64::from(fl(0)) * 2f64.powi(a[1].i().clamp(-300, 300))) as f32,
+        // Rust's is IEEE's fused multiply-add, rounded once.
+        Fun::Fma => fl(0).mul_add(fl(1), fl(2)),
         Fun::Sign => {
             let s = if fl(0) > 0.0 { 1.0 } else { 0.0 };
             if fl(0) < 0.0 { -1.0 } else { s }

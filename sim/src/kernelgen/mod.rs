@@ -98,6 +98,16 @@ pub enum Fun {
     /// The math library's, correctly rounded.
     Cos,
     /// The math library's, correctly rounded.
+    Tan,
+    /// The math library's, correctly rounded.
+    Asin,
+    /// The math library's, correctly rounded.
+    Acos,
+    /// The math library's, correctly rounded.
+    Atan,
+    /// The math library's, correctly rounded: `atan2(y, x)`.
+    Atan2,
+    /// The math library's, correctly rounded.
     InverseSqrt,
     /// The math library's, correctly rounded.
     Degrees,
@@ -105,6 +115,8 @@ pub enum Fun {
     Radians,
     /// The math library's, correctly rounded: `ldexp(f32, i32)`.
     Ldexp,
+    /// The math library's: `fma(a, b, c)`, rounded once.
+    Fma,
     Sign,
     Saturate,
     Step,
@@ -293,10 +305,10 @@ fn cmp_op(c: Cmp) -> &'static str {
     }
 }
 
-/// A call of a WGSL built-in; the geometric ones take their arguments as vectors.
-fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
-    let a: Vec<&E> = args.iter().collect();
-    let (name, wrap) = match f {
+/// A built-in's WGSL name, and how its arguments are wrapped: "" for none, else the vectors
+/// they are gathered into (`v2v2`, `v3`, …) and the field of the result taken (`.x`).
+fn wgsl_name(f: Fun) -> (&'static str, &'static str) {
+    match f {
         Fun::Abs => ("abs", ""),
         Fun::Min => ("min", ""),
         Fun::Max => ("max", ""),
@@ -313,10 +325,16 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Log2 => ("log2", ""),
         Fun::Sin => ("sin", ""),
         Fun::Cos => ("cos", ""),
+        Fun::Tan => ("tan", ""),
+        Fun::Asin => ("asin", ""),
+        Fun::Acos => ("acos", ""),
+        Fun::Atan => ("atan", ""),
+        Fun::Atan2 => ("atan2", ""),
         Fun::InverseSqrt => ("inverseSqrt", ""),
         Fun::Degrees => ("degrees", ""),
         Fun::Radians => ("radians", ""),
         Fun::Ldexp => ("ldexp", ""),
+        Fun::Fma => ("fma", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),
@@ -334,7 +352,13 @@ fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
         Fun::Distance2 => ("distance", "v2v2"),
         Fun::NormalizeX => ("normalize", "v3.x"),
         Fun::CrossY => ("cross", "v3v3.y"),
-    };
+    }
+}
+
+/// A call of a WGSL built-in; the geometric ones take their arguments as vectors.
+fn write_call(f: Fun, args: &[E], helper: bool, out: &mut String) {
+    let a: Vec<&E> = args.iter().collect();
+    let (name, wrap) = wgsl_name(f);
     match wrap {
         "" => call(name, &a, helper, out),
         _ => {

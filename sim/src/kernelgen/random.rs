@@ -17,6 +17,10 @@ const ONE_FLOAT: &[Fun] = &[
     Fun::Log2,
     Fun::Sin,
     Fun::Cos,
+    Fun::Tan,
+    Fun::Asin,
+    Fun::Acos,
+    Fun::Atan,
     Fun::InverseSqrt,
     Fun::Degrees,
     Fun::Radians,
@@ -37,6 +41,8 @@ const MANY_FLOATS: &[Fun] = &[
     Fun::Distance2,
     Fun::NormalizeX,
     Fun::CrossY,
+    Fun::Atan2,
+    Fun::Fma,
 ];
 
 /// splitmix64: small, seedable, and the same on every machine.
@@ -312,8 +318,8 @@ impl Gen {
             _ => {
                 let f = self.rng.pick(MANY_FLOATS);
                 let n = match f {
-                    Fun::Min | Fun::Max | Fun::Step => 2,
-                    Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX => 3,
+                    Fun::Min | Fun::Max | Fun::Step | Fun::Atan2 => 2,
+                    Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX | Fun::Fma => 3,
                     Fun::Dot2 | Fun::Distance2 => 4,
                     _ => 6,
                 };

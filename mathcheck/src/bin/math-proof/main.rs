@@ -18,8 +18,8 @@
 //! With `--rate`, no proof: each function's calls per second, in the CPU form on one core or
 //! on the device named, against the same loop without the function (`rate.rs`).
 //!
-//! With `--pairs N`, the operations on two arguments (`ldexp`, `%`) on N random pairs each
-//! (`pairs.rs`).
+//! With `--pairs N`, the operations on two or three arguments (`ldexp`, `%` as `remainder`,
+//! `fma`) on N random pairs or triples each (`pairs.rs`), or those named.
 //!
 //! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [NAME…]` (default: every function);
 //! `XCD_PROOF_THREADS` sets the threads that run and check (default: every core).
@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob};
-use xcd_mathcheck::{FUNCTIONS, Function, run_cpu, same, ulps};
+use xcd_mathcheck::{FUNCTIONS, Function, PAIRS, run_cpu, same, ulps};
 use xcd_wire::Tile;
 
 mod pairs;
@@ -227,7 +227,8 @@ struct Args {
     device: Option<String>,
     /// Measure calls per second instead of proving (`--rate`).
     rate: bool,
-    /// Random pairs for each operation on two arguments instead (`--pairs N`).
+    /// Random pairs (or triples) for each operation on two (or three) arguments instead
+    /// (`--pairs N`).
     pairs: Option<u64>,
     names: Vec<String>,
 }
@@ -248,9 +249,11 @@ fn parse() -> Result<Args, String> {
                 let n = all.next().and_then(|n| n.parse().ok());
                 args.pairs = Some(n.ok_or("--pairs takes how many random pairs, e.g. 1000000000")?);
             }
-            name if FUNCTIONS.iter().any(|f| f.name == name) => args.names.push(arg),
+            name if FUNCTIONS.iter().any(|f| f.name == name) || PAIRS.iter().any(|p| p.name == name) => {
+                args.names.push(arg);
+            }
             other => {
-                let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.name).collect();
+                let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.name).chain(PAIRS.iter().map(|p| p.name)).collect();
                 return Err(format!(
                     "unknown argument {other}: the options are --device PART, --llvmpipe, --rate and --pairs N, the functions {}",
                     names.join(" ")
@@ -343,7 +346,7 @@ fn main() {
     let functions: Vec<&Function> =
         FUNCTIONS.iter().filter(|f| args.names.is_empty() || args.names.iter().any(|n| n == f.name)).collect();
     if let Some(total) = args.pairs {
-        std::process::exit(i32::from(pairs::prove_all(total, threads)));
+        std::process::exit(i32::from(pairs::prove_all(total, threads, &args.names)));
     }
     let failed = match (&device, args.rate) {
         (_, true) => rate::measure(&functions, device.as_ref()).map_err(|e| eprintln!("math-proof: {e}")).is_err(),

@@ -1,5 +1,6 @@
-//! `math-proof --pairs N`: the library's operations on two arguments (`ldexp`, `%`), whose
-//! argument space (2^64) cannot be enumerated, on N random pairs each, in the CPU form and in
+//! `math-proof --pairs N`: the library's operations on two or three arguments (`ldexp`, `%`,
+//! `fma`), whose argument space (2^64 or 2^96) cannot be enumerated, on N random pairs (or
+//! triples) each, in the CPU form and in
 //! the library's WGSL alone, against references written apart from the library (the `Pair`'s).
 //! The pairs are drawn as `mathcheck/tests/pairs.rs` draws them (`draw_pairs`), from a seed per
 //! chunk, so a run is the same every time and a wrong pair can be found again.
@@ -23,7 +24,7 @@ const LISTED: usize = 20;
 struct Found {
     wrong: u64,
     worst: u64,
-    first: Vec<(u32, u32, u32, u32)>,
+    first: Vec<(u32, u32, u32, u32, u32)>,
 }
 
 fn prove(p: &Pair, cpu: CpuKernel, total: u64, threads: usize) -> Found {
@@ -34,21 +35,24 @@ fn prove(p: &Pair, cpu: CpuKernel, total: u64, threads: usize) -> Found {
             s.spawn(|| {
                 let n = CHUNK as usize;
                 let (mut x, mut second, mut y) = (vec![0f32; n], vec![0u32; n], vec![0f32; n]);
+                let mut third = vec![0f32; if p.third { n } else { 0 }];
                 loop {
                     let c = next.fetch_add(1, Ordering::Relaxed);
                     if c * CHUNK >= total {
                         break;
                     }
-                    draw_pairs(p, 0x9e37_79b9_7f4a_7c15 ^ c.wrapping_mul(0x2545_f491_4f6c_dd1d), &mut x, &mut second);
-                    run_cpu_pair(cpu, 1, &x, &second, &mut y);
-                    for ((&a, &b), &got) in x.iter().zip(&second).zip(&y) {
-                        let want = (p.reference)(a, b);
+                    let seed = 0x9e37_79b9_7f4a_7c15 ^ c.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                    draw_pairs(p, seed, &mut x, &mut second, &mut third);
+                    run_cpu_pair(cpu, 1, &x, &second, &third, &mut y);
+                    for (i, ((&a, &b), &got)) in x.iter().zip(&second).zip(&y).enumerate() {
+                        let z = third.get(i).copied().unwrap_or(0.0);
+                        let want = (p.reference)(a, b, z);
                         if !same(got, want) {
                             let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
                             found.wrong += 1;
                             found.worst = found.worst.max(ulps(got, want));
                             if found.first.len() < LISTED {
-                                found.first.push((a.to_bits(), b, got.to_bits(), want.to_bits()));
+                                found.first.push((a.to_bits(), b, z.to_bits(), got.to_bits(), want.to_bits()));
                             }
                         }
                     }
@@ -59,12 +63,14 @@ fn prove(p: &Pair, cpu: CpuKernel, total: u64, threads: usize) -> Found {
     found.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs every operation on `total` pairs (rounded up to whole chunks) in both codes; true if any
-/// result is wrong.
-pub(crate) fn prove_all(total: u64, threads: usize) -> bool {
+/// Runs each operation named in `names` (every one if none of them is an operation) on `total` pairs (rounded up to
+/// whole chunks) in both codes; true if any result is wrong.
+pub(crate) fn prove_all(total: u64, threads: usize, names: &[String]) -> bool {
     let total = total.div_ceil(CHUNK) * CHUNK;
     let mut failed = false;
-    for p in PAIRS {
+    let named = |p: &&Pair| names.iter().any(|n| n == p.name);
+    let every = !PAIRS.iter().any(|p| named(&p));
+    for p in PAIRS.iter().filter(|p| every || named(p)) {
         for (code, cpu) in [("CPU form", (p.block)().cpu), ("the WGSL alone", p.wgsl)] {
             let started = Instant::now();
             let found = prove(p, cpu, total, threads);
@@ -75,8 +81,9 @@ pub(crate) fn prove_all(total: u64, threads: usize) -> bool {
                 found.worst,
                 started.elapsed().as_secs_f64()
             );
-            for (a, b, got, want) in &found.first {
-                println!("  {}({a:#010x}, {b:#010x}) gave {got:#010x}, the reference {want:#010x}", p.name);
+            for (a, b, z, got, want) in &found.first {
+                let z = if p.third { format!(", {z:#010x}") } else { String::new() };
+                println!("  {}({a:#010x}, {b:#010x}{z}) gave {got:#010x}, the reference {want:#010x}", p.name);
             }
             failed |= found.wrong > 0;
         }
