@@ -80,8 +80,7 @@ fn xcm_angle(negative: bool, x_negative: bool, yv: vec2<u32>, ky: i32, xv: vec2<
     } else if (!x_negative) {
         r = xcm_sub64(half_pi, fixed);
     } else {
-        let lo = half_pi.y + fixed.y;
-        r = vec2<u32>(half_pi.x + fixed.x + u32(lo < fixed.y), lo);
+        r = xcm_add64(half_pi, fixed);
     }
     // r >= pi/4: at most two leading zeros.
     let n = countLeadingZeros(r.x);
@@ -143,8 +142,7 @@ fn xcm_atan_part(t: vec2<u32>, kt: i32) -> vec3<u32> {
         if (below) {
             r = xcm_sub64(r, fixed);
         } else {
-            let lo = r.y + fixed.y;
-            r = vec2<u32>(r.x + fixed.x + u32(lo < fixed.y), lo);
+            r = xcm_add64(r, fixed);
         }
     }
     // r = atan(t) >= atan(2^-5) > 2^-6: at most six leading zeros.

@@ -32,6 +32,12 @@ fn xcm_mulhi64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(hh.x + c2, w2);
 }
 
+// a + b for 64-bit values (the sum below 2^64).
+fn xcm_add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let lo = a.y + b.y;
+    return vec2<u32>(a.x + b.x + u32(lo < b.y), lo);
+}
+
 // a - b for 64-bit values (a >= b).
 fn xcm_sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(a.x - b.x - u32(a.y < b.y), a.y - b.y);
