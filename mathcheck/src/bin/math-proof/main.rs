@@ -21,7 +21,7 @@
 //! With `--pairs N`, the operations on two or three arguments (`ldexp`, `%` as `remainder`,
 //! `fma`) on N random pairs or triples each (`pairs.rs`), or those named.
 //!
-//! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [NAME…]` (default: every function);
+//! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [--step K] [NAME…]` (default: every function);
 //! `XCD_PROOF_THREADS` sets the threads that run and check (default: every core).
 
 use std::sync::Mutex;
@@ -74,7 +74,8 @@ impl Found {
     }
 }
 
-fn prove(f: &Function, cpu: xcd_runtime::CpuKernel, threads: usize) -> Found {
+/// Every `step`th argument (all 2^32 when `step` is 1), through `cpu`.
+fn prove(f: &Function, cpu: xcd_runtime::CpuKernel, threads: usize, step: u64) -> Found {
     let next = AtomicU64::new(0);
     let found = Mutex::new(Found::default());
     std::thread::scope(|s| {
@@ -83,11 +84,11 @@ fn prove(f: &Function, cpu: xcd_runtime::CpuKernel, threads: usize) -> Found {
                 let (mut x, mut y) = (vec![0f32; CHUNK as usize], vec![0f32; CHUNK as usize]);
                 loop {
                     let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                    if start >= 1 << 32 {
+                    if start >= (1 << 32) / step {
                         break;
                     }
                     for (i, v) in x.iter_mut().enumerate() {
-                        *v = f32::from_bits((start + i as u64) as u32);
+                        *v = f32::from_bits(((start + i as u64) * step) as u32);
                     }
                     run_cpu(cpu, 1, &x, &mut y);
                     let mut local = Found::default();
@@ -230,11 +231,14 @@ struct Args {
     /// Random pairs (or triples) for each operation on two (or three) arguments instead
     /// (`--pairs N`).
     pairs: Option<u64>,
+    /// Every this many'th argument only, on the CPU (`--step K`, odd): a quick look before the
+    /// proof.
+    step: u64,
     names: Vec<String>,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut args = Args { device: None, rate: false, pairs: None, names: Vec::new() };
+    let mut args = Args { device: None, rate: false, pairs: None, step: 1, names: Vec::new() };
     let mut all = std::env::args().skip(1);
     while let Some(arg) = all.next() {
         match arg.as_str() {
@@ -245,6 +249,10 @@ fn parse() -> Result<Args, String> {
                 );
             }
             "--rate" => args.rate = true,
+            "--step" => {
+                let k = all.next().and_then(|k| k.parse().ok()).filter(|k: &u64| k % 2 == 1);
+                args.step = k.ok_or("--step takes an odd number K: every Kth argument, e.g. 1001")?;
+            }
             "--pairs" => {
                 let n = all.next().and_then(|n| n.parse().ok());
                 args.pairs = Some(n.ok_or("--pairs takes how many random pairs, e.g. 1000000000")?);
@@ -255,7 +263,7 @@ fn parse() -> Result<Args, String> {
             other => {
                 let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.name).chain(PAIRS.iter().map(|p| p.name)).collect();
                 return Err(format!(
-                    "unknown argument {other}: the options are --device PART, --llvmpipe, --rate and --pairs N, the functions {}",
+                    "unknown argument {other}: the options are --device PART, --llvmpipe, --rate, --step K and --pairs N, the functions {}",
                     names.join(" ")
                 ));
             }
@@ -279,15 +287,15 @@ fn device(part: &str) -> Result<DeviceHandle, String> {
 }
 
 /// Proves each function on the CPU form, both codes; true if any result is wrong.
-fn prove_cpu(functions: &[&Function], threads: usize) -> bool {
+fn prove_cpu(functions: &[&Function], threads: usize, step: u64) -> bool {
     let mut failed = false;
     for f in functions {
         let codes = [("CPU form: f64 fast path, WGSL fallback", (f.block)().cpu), ("the WGSL alone", f.wgsl)];
         for (code, cpu) in codes {
             let started = Instant::now();
-            let found = prove(f, cpu, threads);
+            let found = prove(f, cpu, threads, step);
             let how = format!("{code}, {:.0} s, {threads} threads", started.elapsed().as_secs_f64());
-            report(f, &found, 1 << 32, how);
+            report(f, &found, (1 << 32) / step, how);
             failed |= found.wrong > 0;
         }
     }
@@ -350,7 +358,7 @@ fn main() {
     }
     let failed = match (&device, args.rate) {
         (_, true) => rate::measure(&functions, device.as_ref()).map_err(|e| eprintln!("math-proof: {e}")).is_err(),
-        (None, false) => prove_cpu(&functions, threads),
+        (None, false) => prove_cpu(&functions, threads, args.step),
         (Some(device), false) => prove_device(&functions, device, threads),
     };
     std::process::exit(i32::from(failed));
