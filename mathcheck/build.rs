@@ -11,8 +11,27 @@
 //! written out whole.
 
 /// The library's one-argument functions, as WGSL names them.
-const FUNCTIONS: &[&str] =
-    &["exp", "exp2", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "inverseSqrt", "degrees", "radians"];
+const FUNCTIONS: &[&str] = &[
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "inverseSqrt",
+    "degrees",
+    "radians",
+];
 
 /// A function's name in its blocks' names (Rust modules): `inverseSqrt` as `inverse_sqrt`.
 fn snake(fun: &str) -> String {
@@ -76,7 +95,12 @@ fn BLOCK(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /// The arguments a function's rate is measured on: `(SCALE, OFFSET)`, where it is not NaN.
 fn rate_range(fun: &str) -> (&'static str, &'static str) {
-    if fun.starts_with("log") || fun == "inverseSqrt" { ("100.0", "0.01") } else { ("20.0", "-10.0") }
+    match fun {
+        "acosh" => ("100.0", "1.0"),
+        "atanh" => ("1.98", "-0.99"),
+        _ if fun.starts_with("log") || fun == "inverseSqrt" => ("100.0", "0.01"),
+        _ => ("20.0", "-10.0"),
+    }
 }
 
 /// The library's operations on two or three arguments: the block's name, the second array's

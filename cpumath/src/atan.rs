@@ -1,10 +1,7 @@
 //! `atan`, `atan2`, `asin` and `acos`: musl's f64 functions (the `libm` crate, within one unit
 //! of f64's last place), rounded to f32 with the usual margin. Owns these four functions.
 
-use crate::round::rounded;
-
-/// The one NaN every form stores.
-const NAN: f32 = f32::from_bits(0x7fc0_0000);
+use crate::round::{NAN, finite, rounded};
 
 /// `atan(x)` correctly rounded, or `None` near a midpoint.
 #[inline]
@@ -29,12 +26,6 @@ pub fn asin(x: f32) -> Option<f32> {
 #[inline]
 pub fn acos(x: f32) -> Option<f32> {
     finite(libm::acos(f64::from(x)))
-}
-
-/// `v` rounded as [`rounded`] does, NaN as the one NaN every form stores.
-#[inline]
-fn finite(v: f64) -> Option<f32> {
-    if v.is_nan() { Some(NAN) } else { rounded(v) }
 }
 
 /// `atan2(y, x)` correctly rounded, or `None` near a midpoint and where the result is subnormal

@@ -24,7 +24,8 @@
 //! target with IEEE binary64 arithmetic rounded at each operation (not x87's extended
 //! registers, which the build refuses). It uses std for f64's `sqrt` (IEEE's correctly rounded
 //! square root, one instruction on x86-64 and Arm) and the `libm` crate (musl's functions in
-//! Rust, the same on every target) for f64's `atan`, `atan2`, `asin` and `acos`.
+//! Rust, the same on every target) for f64's `atan`, `atan2`, `asin`, `acos` and the six
+//! hyperbolic functions.
 #![forbid(unsafe_code)]
 
 #[cfg(all(target_arch = "x86", not(target_feature = "sse2")))]
@@ -36,6 +37,7 @@ mod angle;
 mod atan;
 mod exp;
 mod fma;
+mod hyperbolic;
 mod log;
 mod round;
 mod rsqrt;
@@ -46,6 +48,7 @@ pub use angle::{degrees, ldexp, radians, remainder};
 pub use atan::{acos, asin, atan, atan2};
 pub use exp::{exp, exp2};
 pub use fma::fma;
+pub use hyperbolic::{acosh, asinh, atanh, cosh, sinh, tanh};
 pub use log::{log, log2};
 pub use rsqrt::inverse_sqrt;
 pub use sincos::{cos, sin, tan};

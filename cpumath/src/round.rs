@@ -21,6 +21,15 @@ pub(crate) fn rounded(y: f64) -> Option<f32> {
     if below.abs_diff(1 << 28) <= MARGIN { None } else { Some(y as f32) }
 }
 
+/// The one NaN every form stores.
+pub(crate) const NAN: f32 = f32::from_bits(0x7fc0_0000);
+
+/// `v` rounded as [`rounded`] does, NaN as the one NaN every form stores.
+#[inline]
+pub(crate) fn finite(v: f64) -> Option<f32> {
+    if v.is_nan() { Some(NAN) } else { rounded(v) }
+}
+
 /// 2^e as f64, for e in [-1022, 1023].
 #[inline]
 pub(crate) fn pow2(e: i32) -> f64 {

@@ -14,11 +14,16 @@ use xcd_mathcheck::{FUNCTIONS, run_cpu};
 const N: usize = 1 << 16;
 
 /// `N` arguments evenly over the range a program mostly gives `name`: [-80, 80] for the
-/// exponentials, `sin`, `cos`, `tan` (nearly all reduced by pi/2), `degrees` and `radians`, (0, 160]
-/// for the logarithms and `inverseSqrt`.
+/// exponentials, the hyperbolic functions, `sin`, `cos`, `tan` (nearly all reduced by pi/2),
+/// `atan`, `asinh`, `degrees` and `radians`; (0, 160] for the logarithms and `inverseSqrt`;
+/// [1, 161] for `acosh`; (-1, 1) for `asin`, `acos` and `atanh`.
 fn arguments(name: &str) -> Vec<f32> {
-    let positive = name.starts_with("log") || name == "inverseSqrt";
-    let (low, width) = if positive { (0.0, 160.0) } else { (-80.0, 160.0) };
+    let (low, width) = match name {
+        "asin" | "acos" | "atanh" => (-1.0, 2.0),
+        "acosh" => (1.0, 160.0),
+        _ if name.starts_with("log") || name == "inverseSqrt" => (0.0, 160.0),
+        _ => (-80.0, 160.0),
+    };
     (0..N).map(|i| low + width * (i as f32 + 0.5) / N as f32).collect()
 }
 
@@ -34,6 +39,12 @@ fn rust_f32(name: &str) -> fn(f32) -> f32 {
         "asin" => f32::asin,
         "acos" => f32::acos,
         "atan" => f32::atan,
+        "sinh" => f32::sinh,
+        "cosh" => f32::cosh,
+        "tanh" => f32::tanh,
+        "asinh" => f32::asinh,
+        "acosh" => f32::acosh,
+        "atanh" => f32::atanh,
         "inverseSqrt" => |x| 1.0 / x.sqrt(),
         "degrees" => f32::to_degrees,
         "radians" => f32::to_radians,

@@ -43,6 +43,58 @@ fn xcm_df_step(c: vec2<f32>, r: vec2<f32>, acc: vec2<f32>) -> vec2<f32> {
     return xcm_fast_two_sum(s.x, s.y + (c.y + p.y));
 }
 
+// a + b in double-f32, for a and b of one sign (or where they cancel no more than a few bits).
+fn xcm_df_add(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let s = xcm_two_sum(a.x, b.x);
+    return xcm_fast_two_sum(s.x, s.y + (a.y + b.y));
+}
+
+// 1/b correctly rounded, for b > 0 normal within 2^±60, whatever the device's own division
+// gives (Vulkan allows it 2.5 units off, and NVIDIA's driver is off): its quotient q, one Newton
+// step (q + q(1 - qb), within 0.5 units and a hair, so q or a neighbour), and the exact
+// remainder 1 - qb (a two-product) against half the gap to each neighbour times b (exact: the
+// gap is a power of 2). A quotient is never halfway between two f32, so that decides.
+fn xcm_recip(b: f32) -> f32 {
+    let q0 = 1.0 / b;
+    let p0 = xcm_two_prod(q0, b);
+    let q = q0 + q0 * ((1.0 - p0.x) - p0.y);
+    let p = xcm_two_prod(q, b);
+    let r = (1.0 - p.x) - p.y;
+    let bits = bitcast<u32>(q);
+    let up = bitcast<f32>(bits + 1u);
+    let down = bitcast<f32>(bits - 1u);
+    if (r > (up - q) * 0.5 * b) {
+        return up;
+    }
+    if (r < -((q - down) * 0.5 * b)) {
+        return down;
+    }
+    return q;
+}
+
+// a / b in double-f32 for b.x > 0 (about 2^-47 relative), from the reciprocal of b.x
+// (`xcm_recip`) and IEEE + - * alone, so every device gives the same bits: q = a.x / b.x to an
+// ulp or two, and the remainder a - q b (a.x - q b.x exact, as q b.x is within a few ulps of
+// a.x) times 1/b.x as its correction.
+fn xcm_df_div(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let inv = xcm_recip(b.x);
+    let q = a.x * inv;
+    let p = xcm_two_prod(q, b.x);
+    let rest = (((a.x - p.x) - p.y) + a.y) - q * b.y;
+    return xcm_fast_two_sum(q, rest * inv);
+}
+
+// sqrt(a) in double-f32 for a.x > 0 normal (about 2^-47 relative), from `xcm_inverse_sqrt` (its
+// integer search gives every device the same bits) and IEEE + - * alone: s = a.x / sqrt(a.x) to
+// an ulp, and (a - s^2) / 2s (a.x - s^2 exact) as its correction, one Newton step.
+fn xcm_df_sqrt(a: vec2<f32>) -> vec2<f32> {
+    let t = xcm_inverse_sqrt(a.x);
+    let s = a.x * t;
+    let p = xcm_two_prod(s, s);
+    let rest = ((a.x - p.x) - p.y) + a.y;
+    return xcm_fast_two_sum(s, rest * (0.5 * t));
+}
+
 // 2^e for e in [-126, 127], exactly.
 fn xcm_pow2(e: i32) -> f32 {
     return bitcast<f32>(u32(e + 127) << 23u);

@@ -41,25 +41,54 @@ fn xcm_exp(x: f32) -> f32 {
         case 0xc16912cdu: { return bitcast<f32>(0x34fd331bu); }
         default: {}
     }
-    // k = round(x * 8/ln2).
+    let kr = xcm_exp_reduce(x);
+    return xcm_exp_scaled(i32(kr.x), kr.yz);
+}
+
+// (k, r) with x = k ln2/8 + r, k = round(x * 8/ln2) and r in double-f32 (|r| <= ln2/16), for
+// |x| below 2^7 (k of at most 11 bits).
+fn xcm_exp_reduce(x: f32) -> vec3<f32> {
     let kf = round(x * bitcast<f32>(0x4138aa3bu));
-    let k = i32(kf);
     // r = x - k ln2/8, the first step exact (Sterbenz).
     let r1 = x - kf * bitcast<f32>(0x3db17000u);
     let a = xcm_two_sum(r1, -(kf * bitcast<f32>(0x36860000u)));
     let b = xcm_two_sum(a.x, -(kf * bitcast<f32>(0xaf82e000u)));
     let r = xcm_fast_two_sum(b.x, (a.y + b.y) - kf * bitcast<f32>(0xa8c21951u));
-    return xcm_exp_scaled(k, r);
+    return vec3<f32>(kf, r.x, r.y);
 }
 
 // 2^(k/8) * exp(r) for |r| <= ln2/16 (r in double-f32), correctly rounded but for the
 // arguments whose exact value lies within about 2^-47 of a midpoint (their callers list them):
+// 2^((k&7)/8) exp(r) in double-f32 (`xcm_exp_df`), rounded once, then 2^(k>>3) applied in two
+// exact steps, or for a subnormal result the value rounded once, at its own precision (never
+// twice).
+fn xcm_exp_scaled(k: i32, r: vec2<f32>) -> f32 {
+    let y = xcm_exp_df(k, r);
+    let e = k >> 3u;
+    if (e <= -126) {
+        // A subnormal (or the smallest normal) result: y * 2^(e + 149) is below 2^24, and
+        // its nearest integer n gives the result n * 2^-149 with one rounding.
+        let s = xcm_pow2(e + 149);
+        let v = vec2<f32>(y.x * s, y.y * s);
+        var n = round(v.x);
+        let d = (v.x - n) + v.y;
+        if (d > 0.5) {
+            n = n + 1.0;
+        } else if (d < -0.5) {
+            n = n - 1.0;
+        }
+        return n * xcm_pow2(-75) * xcm_pow2(-74);
+    }
+    // In two steps, as 2^128 is not an f32 (e reaches 128 just below the overflow).
+    let e1 = e >> 1u;
+    return (y.x + y.y) * xcm_pow2(e1) * xcm_pow2(e - e1);
+}
+
+// 2^((k&7)/8) * exp(r) in double-f32 (in [0.95, 1.97)) for |r| <= ln2/16, to about 2^-47:
 // - exp(r) as its Taylor polynomial to r^8 (the r^9 term is below 2^-59), r^6..r^8 in f32 and
 //   the rest by Horner's scheme in double-f32;
-// - 2^(j/8) from a table of double-f32 values, and the product rounded once;
-// - 2^(k>>3) applied in two exact steps, or for a subnormal result the value rounded once, at
-//   its own precision (never twice).
-fn xcm_exp_scaled(k: i32, r: vec2<f32>) -> f32 {
+// - 2^(j/8) from a table of double-f32 values.
+fn xcm_exp_df(k: i32, r: vec2<f32>) -> vec2<f32> {
     // exp(r): 1/6! + r/7! + r^2/8! in f32, then Horner's scheme in double-f32 down to 1.
     let tail = bitcast<f32>(0x3ab60b61u) + r.x * (bitcast<f32>(0x39500d01u) + r.x * bitcast<f32>(0x37d00d01u));
     var p = xcm_df_step(vec2<f32>(bitcast<f32>(0x3c088889u), bitcast<f32>(0xafeeeeefu)), r, vec2<f32>(tail, 0.0));
@@ -79,23 +108,5 @@ fn xcm_exp_scaled(k: i32, r: vec2<f32>) -> f32 {
         vec2<f32>(bitcast<f32>(0x3fd744fdu), bitcast<f32>(0xb2d4a58au)),
         vec2<f32>(bitcast<f32>(0x3feac0c7u), bitcast<f32>(0xb24116deu)),
     );
-    let y = xcm_df_mul(table[k & 7], p);
-    let e = k >> 3u;
-    if (e <= -126) {
-        // A subnormal (or the smallest normal) result: y * 2^(e + 149) is below 2^24, and
-        // its nearest integer n gives the result n * 2^-149 with one rounding.
-        let s = xcm_pow2(e + 149);
-        let v = vec2<f32>(y.x * s, y.y * s);
-        var n = round(v.x);
-        let d = (v.x - n) + v.y;
-        if (d > 0.5) {
-            n = n + 1.0;
-        } else if (d < -0.5) {
-            n = n - 1.0;
-        }
-        return n * xcm_pow2(-75) * xcm_pow2(-74);
-    }
-    // In two steps, as 2^128 is not an f32 (e reaches 128 just below the overflow).
-    let e1 = e >> 1u;
-    return (y.x + y.y) * xcm_pow2(e1) * xcm_pow2(e - e1);
+    return xcm_df_mul(table[k & 7], p);
 }

@@ -22,7 +22,12 @@ fn xcm_log(x: f32) -> f32 {
         case 0x41178febu: { return bitcast<f32>(0x400fe5e7u); }
         default: {}
     }
-    let p = xcm_log_parts(x);
+    return xcm_log_round(xcm_log_parts(x));
+}
+
+// e ln2 + l for p = (e, l in double-f32), rounded once, with ln2 in three parts (the first two
+// of 16 bits, so each e * part is exact for |e| below 2^8).
+fn xcm_log_round(p: vec3<f32>) -> f32 {
     let a = xcm_two_sum(p.x * bitcast<f32>(0x3f317200u), p.y);
     let b = xcm_two_sum(a.x, p.x * bitcast<f32>(0x35bfbf00u));
     let c = xcm_two_sum(a.y, b.y);
@@ -59,7 +64,37 @@ fn xcm_log_parts(x: f32) -> vec3<f32> {
         m = m * 0.5;
         e = e + 1;
     }
-    // (c, -log(c) in double-f32) per bucket.
+    let t = xcm_log_table(i);
+    let mc = xcm_two_prod(m, t.x);
+    let l = xcm_log_tail(t, xcm_fast_two_sum(mc.x - 1.0, mc.y));
+    return vec3<f32>(f32(e), l.x, l.y);
+}
+
+// log(1 + u) as `xcm_log_parts` gives a logarithm, (e, log(m) in double-f32), for u >= 0 in
+// double-f32 with 1 + u below 2^100: the bucket and e from 1 + u rounded to f32, and
+// r = (1 + u) c 2^-e - 1 = (c' - 1) + u c' with c' = c 2^-e (c' - 1 exact in double-f32, u c'
+// to about 2^-48 of it). Where 1 + u falls in bucket 0 with e = 0, c' = 1 and r is u itself:
+// the result keeps u's relative precision however small u is (asinh, acosh and atanh near
+// their zeros).
+fn xcm_log1p_parts(u: vec2<f32>) -> vec3<f32> {
+    let k = bitcast<u32>(1.0 + u.x) + 0x00040000u;
+    var e = i32(k >> 23u) - 127;
+    let i = (k >> 19u) & 15u;
+    if (i >= 7u) {
+        e = e + 1;
+    }
+    let t = xcm_log_table(i);
+    let c = t.x * xcm_pow2(-e);
+    let uc = xcm_df_mul(u, vec2<f32>(c, 0.0));
+    let d = xcm_two_sum(c, -1.0);
+    let s = xcm_two_sum(d.x, uc.x);
+    let r = xcm_two_sum(s.x, (s.y + d.y) + uc.y);
+    let l = xcm_log_tail(t, r);
+    return vec3<f32>(f32(e), l.x, l.y);
+}
+
+// (c, -log(c) in double-f32) for bucket i (`xcm_log_parts`).
+fn xcm_log_table(i: u32) -> vec3<f32> {
     var table = array<vec3<f32>, 16>(
         vec3<f32>(0x1p+0f, 0.0, 0.0),
         vec3<f32>(0x1.e2p-1f, 0x1.eea31cp-5f, 0x1.ae1eecp-39f),
@@ -78,9 +113,12 @@ fn xcm_log_parts(x: f32) -> vec3<f32> {
         vec3<f32>(0x1.11p+0f, -0x1.075984p-4f, 0x1.4ce372p-29f),
         vec3<f32>(0x1.088p+0f, -0x1.0b94f8p-5f, 0x1.f34f44p-32f),
     );
-    let t = table[i];
-    let mc = xcm_two_prod(m, t.x);
-    let r = xcm_fast_two_sum(mc.x - 1.0, mc.y);
+    return table[i];
+}
+
+// -log(c) + log(1 + r) in double-f32, for t = (c, -log(c) in double-f32) from the table and
+// m c = 1 + r, |r| <= 2^-5 in double-f32 (so log(m) = -log(c) + log(1 + r)).
+fn xcm_log_tail(t: vec3<f32>, r: vec2<f32>) -> vec2<f32> {
     // q(r) = -1/2 + r/3 - r^2/4 + r^3/5 - r^4/6 + r^5 (1/7 - r/8 + r^2/9 - r^3/10 + r^4/11).
     let tail = bitcast<f32>(0x3e124925u) + r.x * (-0.125 + r.x * (bitcast<f32>(0x3de38e39u) + r.x * (bitcast<f32>(0xbdcccccdu) + r.x * bitcast<f32>(0x3dba2e8cu))));
     var q = xcm_df_step(vec2<f32>(bitcast<f32>(0xbe2aaaabu), bitcast<f32>(0x31aaaaabu)), r, vec2<f32>(tail, 0.0));
@@ -91,6 +129,5 @@ fn xcm_log_parts(x: f32) -> vec3<f32> {
     let w = xcm_df_mul(r, xcm_df_mul(r, q));
     let s = xcm_two_sum(t.y, r.x);
     let u = xcm_two_sum(s.x, w.x);
-    let l = xcm_fast_two_sum(u.x, ((s.y + u.y) + (t.z + r.y)) + w.y);
-    return vec3<f32>(f32(e), l.x, l.y);
+    return xcm_fast_two_sum(u.x, ((s.y + u.y) + (t.z + r.y)) + w.y);
 }

@@ -385,6 +385,12 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Acos => core_math::acosf(fl(0)),
         Fun::Atan => core_math::atanf(fl(0)),
         Fun::Atan2 => core_math::atan2f(fl(0), fl(1)),
+        Fun::Sinh => core_math::sinhf(fl(0)),
+        Fun::Cosh => core_math::coshf(fl(0)),
+        Fun::Tanh => core_math::tanhf(fl(0)),
+        Fun::Asinh => core_math::asinhf(fl(0)),
+        Fun::Acosh => core_math::acoshf(fl(0)),
+        Fun::Atanh => core_math::atanhf(fl(0)),
         Fun::InverseSqrt => core_math::rsqrtf(fl(0)),
         // x 180/pi and x pi/180 to within 2^-104, rounded once: correct wherever the exact value
         // is not within that of a midpoint, which no f32 is (docs/kernels.md).

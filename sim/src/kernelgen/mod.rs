@@ -108,6 +108,18 @@ pub enum Fun {
     /// The math library's, correctly rounded: `atan2(y, x)`.
     Atan2,
     /// The math library's, correctly rounded.
+    Sinh,
+    /// The math library's, correctly rounded.
+    Cosh,
+    /// The math library's, correctly rounded.
+    Tanh,
+    /// The math library's, correctly rounded.
+    Asinh,
+    /// The math library's, correctly rounded.
+    Acosh,
+    /// The math library's, correctly rounded.
+    Atanh,
+    /// The math library's, correctly rounded.
     InverseSqrt,
     /// The math library's, correctly rounded.
     Degrees,
@@ -330,6 +342,12 @@ fn wgsl_name(f: Fun) -> (&'static str, &'static str) {
         Fun::Acos => ("acos", ""),
         Fun::Atan => ("atan", ""),
         Fun::Atan2 => ("atan2", ""),
+        Fun::Sinh => ("sinh", ""),
+        Fun::Cosh => ("cosh", ""),
+        Fun::Tanh => ("tanh", ""),
+        Fun::Asinh => ("asinh", ""),
+        Fun::Acosh => ("acosh", ""),
+        Fun::Atanh => ("atanh", ""),
         Fun::InverseSqrt => ("inverseSqrt", ""),
         Fun::Degrees => ("degrees", ""),
         Fun::Radians => ("radians", ""),
