@@ -38,6 +38,7 @@ impl Unit {
     pub fn figure(self, value: f64) -> String {
         match self {
             Unit::ItemsPerSecond => rate(value),
+            Unit::TilesInFlight if value > 0.0 && value < 0.05 => format!("{} tiles", fraction(value)),
             Unit::TilesInFlight if (value - 1.0).abs() < 0.05 => "1 tile".to_owned(),
             Unit::TilesInFlight if (value - value.round()).abs() < 0.05 => format!("{value:.0} tiles"),
             Unit::TilesInFlight => format!("{value:.1} tiles"),
@@ -179,10 +180,19 @@ fn amount(value: f64) -> String {
         v if v >= 1e9 => (v / 1e9, " G"),
         v if v >= 1e6 => (v / 1e6, " M"),
         v if v >= 1e3 => (v / 1e3, " k"),
+        v if v > 0.0 && v < 1.0 => return fraction(v),
         v => (v, ""),
     };
     let digits = if (v - v.round()).abs() < 1e-9 { 0 } else { 1 };
     format!("{v:.digits$}{unit}")
+}
+
+/// A figure under 1 with its first two significant digits, trailing zeros dropped: `0.025`,
+/// `0.05`, `0.0031`. A short run's mean tiles in flight over a reading's 2 s is such a figure.
+fn fraction(value: f64) -> String {
+    let decimals = (1.0 - value.log10().floor()).clamp(1.0, 12.0) as usize;
+    let text = format!("{value:.decimals$}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// A span of time for an axis: `40 s`, `5 min`, `2.5 min`, `1 h`.
@@ -292,12 +302,17 @@ mod tests {
         assert_eq!(chart.values.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["0", "2.5", "5"]);
         let html = chart.render().expect("renders");
         assert!(html.contains(">tiles in flight</text>") && html.contains("peak 3 tiles"), "{html}");
+        // A short run, 60 ms of tiles between two readings 2 s apart, is not shown as none.
+        let short = Chart::of_unit(&[0.0, 0.03, 0.0], Duration::from_secs(2), Unit::TilesInFlight);
+        assert_eq!((short.peak.as_str(), short.latest.as_str()), ("0.03 tiles", "0 tiles"));
+        assert_eq!(short.values.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["0", "0.025", "0.05"]);
     }
 
     #[test]
     fn axis_figures_are_round() {
         assert_eq!([0.0, 0.3, 1.0, 1.2, 2.1, 4.9, 7.0, 2.3e6].map(round_up), [1.0, 0.5, 1.0, 2.0, 5.0, 5.0, 10.0, 5e6]);
         assert_eq!([0.0, 250.0, 2500.0, 1e7, 2.5e9].map(amount), ["0", "250", "2.5 k", "10 M", "2.5 G"]);
+        assert_eq!([0.025, 0.05, 0.5, 0.0031].map(amount), ["0.025", "0.05", "0.5", "0.0031"]);
         assert_eq!([40.0, 300.0, 150.0, 5400.0].map(duration), ["40 s", "5 min", "2.5 min", "1.5 h"]);
         let bad = Chart::of(&[f64::NAN, f64::INFINITY, -3.0], Duration::from_secs(2));
         assert_eq!(bad.peak, "0.00 items/s", "figures that are not rates count as none");
