@@ -97,7 +97,7 @@ fn BLOCK(@builtin(global_invocation_id) gid: vec3<u32>) {
 fn rate_range(fun: &str) -> (&'static str, &'static str) {
     match fun {
         "acosh" => ("100.0", "1.0"),
-        "atanh" => ("1.98", "-0.99"),
+        "asin" | "acos" | "atanh" => ("1.98", "-0.99"),
         _ if fun.starts_with("log") || fun == "inverseSqrt" => ("100.0", "0.01"),
         _ => ("20.0", "-10.0"),
     }
