@@ -111,6 +111,7 @@ const PAIRS: &[(&str, &str, &str)] = &[
     ("remainder", "f32", "x[i] % n[i]"),
     ("atan2", "f32", "atan2(x[i], n[i])"),
     ("fma", "f32", "fma(x[i], n[i], z[i])"),
+    ("pow", "f32", "pow(x[i], n[i])"),
 ];
 
 /// A kernel applying `CALL` to each pair of `x` (of `ELEM`) and `n` (of `SECOND`), into `y`;

@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use xcd_mathcheck::{FUNCTIONS, run_cpu};
+use xcd_mathcheck::{FUNCTIONS, PAIRS, run_cpu, run_cpu_pair};
 
 /// Arguments per measured call: normal results, as programs mostly meet.
 const N: usize = 1 << 16;
@@ -76,5 +76,29 @@ fn functions(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, functions);
+/// `pow`, on two arguments: the CPU form (the library's WGSL itself, as `pow` has no fast path
+/// yet) against Rust's `f32::powf` and CORE-MATH's `powf`, on `x` in (0, 16] and `y` in
+/// [-8, 8], where results stay normal.
+fn pow(c: &mut Criterion) {
+    let Some(p) = PAIRS.iter().find(|p| p.name == "pow") else { return };
+    let x: Vec<f32> = (0..N).map(|i| 16.0 * (i as f32 + 0.5) / N as f32).collect();
+    let y: Vec<f32> = (0..N).map(|i| -8.0 + 16.0 * ((i * 7919) % N) as f32 / N as f32).collect();
+    let second: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+    let mut out = vec![0f32; N];
+    let mut group = c.benchmark_group("math");
+    group.throughput(Throughput::Elements(N as u64));
+    let block = (p.block)();
+    group.bench_function(BenchmarkId::new("pow", "cpu form"), |b| {
+        b.iter(|| run_cpu_pair(block.cpu, 1, black_box(&x), &second, &[], &mut out));
+    });
+    group.bench_function(BenchmarkId::new("pow", "rust f32"), |b| {
+        b.iter(|| out.iter_mut().zip(black_box(&x)).zip(&y).for_each(|((o, &a), &b)| *o = a.powf(b)));
+    });
+    group.bench_function(BenchmarkId::new("pow", "core-math"), |b| {
+        b.iter(|| out.iter_mut().zip(black_box(&x)).zip(&y).for_each(|((o, &a), &b)| *o = core_math::powf(a, b)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, functions, pow);
 criterion_main!(benches);

@@ -268,6 +268,10 @@ pub struct Pair {
     pub second_is_float: bool,
     /// Whether it takes a third argument.
     pub third: bool,
+    /// Whether the library's result may be one unit off the reference's (`pow`, not yet
+    /// correctly rounded): then every form must give the WGSL alone's bits, and those must be
+    /// within one unit of the reference's.
+    pub faithful: bool,
 }
 
 /// Every operation of the library on two or three arguments.
@@ -280,6 +284,7 @@ pub const PAIRS: &[Pair] = &[
         reference: |x, n, _| libm::ldexpf(x, n as i32),
         second_is_float: false,
         third: false,
+        faithful: false,
     },
     Pair {
         name: "remainder",
@@ -289,6 +294,7 @@ pub const PAIRS: &[Pair] = &[
         reference: |x, y, _| x % f32::from_bits(y),
         second_is_float: true,
         third: false,
+        faithful: false,
     },
     Pair {
         name: "atan2",
@@ -298,6 +304,7 @@ pub const PAIRS: &[Pair] = &[
         reference: |y, x, _| core_math::atan2f(y, f32::from_bits(x)),
         second_is_float: true,
         third: false,
+        faithful: false,
     },
     Pair {
         name: "fma",
@@ -307,6 +314,17 @@ pub const PAIRS: &[Pair] = &[
         reference: |a, b, c| libm::fmaf(a, f32::from_bits(b), c),
         second_is_float: true,
         third: true,
+        faithful: false,
+    },
+    Pair {
+        name: "pow",
+        block: pow_1::block,
+        block4: pow_4::block,
+        wgsl: as_wgsl::pow_1::cpu,
+        reference: |x, y, _| core_math::powf(x, f32::from_bits(y)),
+        second_is_float: true,
+        third: false,
+        faithful: true,
     },
 ];
 
@@ -318,6 +336,42 @@ fn random_bits(seed: u64) -> impl FnMut() -> u32 {
         s ^= s >> 7;
         s ^= s << 17;
         (s >> 16) as u32
+    }
+}
+
+/// Random arguments for `pow`: one pair in 8 any two f32; one in 8 an exact or midpoint case
+/// or near one (x = K^(2^f) 2^a, y = n/2^f); the rest any x with a y that puts x^y between
+/// 2^-155 and 2^133 (where it is neither 0 nor infinite), every third of them a negative x with
+/// an integer y.
+fn draw_powers(seed: u64, x: &mut [f32], y: &mut [u32]) {
+    let mut next = random_bits(seed);
+    for (i, (x, y)) in x.iter_mut().zip(y.iter_mut()).enumerate() {
+        let (a, b) = (next(), next());
+        let unit = f64::from(b) / 4_294_967_296.0;
+        (*x, *y) = match i % 8 {
+            0 => (f32::from_bits(a), b),
+            1 => {
+                let f = a % 4;
+                let k = 3 + 2 * (next() % [2047, 31, 5, 2][f as usize]);
+                let base = (k as f32).powi(1 << f);
+                let shift = ((next() % 16) as i32 - 8) << f;
+                let n = 1 + b % if next().is_multiple_of(2) { 15 } else { 40 };
+                let wobble = if next().is_multiple_of(4) { next() % 3 } else { 1 } as i32 - 1;
+                let power = f32::from_bits((n as f32 / (1 << f) as f32).to_bits().wrapping_add_signed(wobble));
+                (base * 2f32.powi(shift), power.to_bits())
+            }
+            _ => {
+                let v = f32::from_bits(a & 0x7fff_ffff);
+                let v = if v.is_finite() && v != 1.0 && v != 0.0 { v } else { 1.5 };
+                let t = -155.0 + 288.0 * unit;
+                let power = t / f64::from(v).log2();
+                if i % 8 >= 6 && power.abs() < 16_777_216.0 {
+                    (-v, (power.round() as f32).to_bits())
+                } else {
+                    (v, (power as f32).to_bits())
+                }
+            }
+        };
     }
 }
 
@@ -334,6 +388,9 @@ fn with_exponent(bits: u32, field: i32) -> u32 {
 /// where most bits cancel). Fills `x`, `second` and `third` (`third` empty for an operation on
 /// two, else as long as `x`).
 pub fn draw_pairs(p: &Pair, seed: u64, x: &mut [f32], second: &mut [u32], third: &mut [f32]) {
+    if p.name == "pow" {
+        return draw_powers(seed, x, second);
+    }
     let mut next = random_bits(seed);
     for (i, (x, second)) in x.iter_mut().zip(second.iter_mut()).enumerate() {
         let (a, b) = (next(), next());

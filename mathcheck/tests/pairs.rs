@@ -1,13 +1,14 @@
 //! The library's operations on two or three arguments (`ldexp`, `%` on floats as `remainder`,
-//! `fma`), bit for bit against references written apart from it (musl's scalbnf and fmaf, the
-//! platform's fmodf), on the CPU form, the library's WGSL alone (the GPU forms' code,
+//! `atan2`, `fma`, `pow`), bit for bit against references written apart from it (musl's scalbnf
+//! and fmaf, the platform's fmodf, CORE-MATH's atan2f and powf; `pow`, not yet correctly
+//! rounded, bit for bit against the library's WGSL alone and within 1 ulp of CORE-MATH), on the CPU form, the library's WGSL alone (the GPU forms' code,
 //! transcribed), the PTX interpreter and llvmpipe: every pair (or triple) of special values and
 //! edges, and random ones (`XCD_MATH_RANDOM` of them, default 1,000,000; scripts/math-proof's
 //! `--pairs` runs many more).
 
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob};
-use xcd_mathcheck::{PAIRS, Pair, draw_pairs, run_cpu_pair, same};
+use xcd_mathcheck::{PAIRS, Pair, draw_pairs, run_cpu_pair, same, ulps};
 use xcd_wire::Tile;
 
 /// Floats every operation meets: zeros, infinities, NaN, the subnormal and normal edges, and
@@ -73,6 +74,52 @@ const EXPONENTS: &[i32] = &[
     i32::MIN,
 ];
 
+/// `pow`'s hard cases: CORE-MATH's hardest to round (x^y within 2^-80 or so of a midpoint, from
+/// its list of worst cases), its non-regression pairs, and exact results (3^15 2^-60 as
+/// (3^8 2^-32)^(15/8), 2^-149 and 2^-150, squares that are midpoints, cubes).
+const HARD_POW: &[(u32, u32)] = &[
+    (0x73bb_16bf, 0x3aef_a87f),
+    (0x7c7a_f62c, 0x39bc_2bf2),
+    (0x6cd1_52ec, 0x358b_51bd),
+    (0x0b0f_a4ed, 0x33a4_b37f),
+    (0x3ee4_5839, 0x3e0d_f47b),
+    (0x1458_3c1a, 0x39d3_ff6c),
+    (0x33b2_3cef, 0x39db_dde7),
+    (0x33b3_a8ab, 0x3706_5502),
+    (0x7a6a_983b, 0x366e_5683),
+    (0x104f_6287, 0x34d8_a0b7),
+    (0x2039_2df3, 0x345f_317f),
+    (0x2928_70b3, 0x335f_90e4),
+    (0x3885_351c, 0x3153_eaa1),
+    (0x64b6_f157, 0x3e4a_27ff),
+    (0x0bdb_d89e, 0x3b96_eebb),
+    (0x60f1_f375, 0xbfee_256a),
+    (0x2393_6ccd, 0xbfee_0f64),
+    (0x25c1_1412, 0xbff5_055c),
+    (0x1d24_db42, 0x3f8a_84fb),
+    (0x3f88_2c00, 0x5fd0_0000),
+    (0xbfa0_0000, 0x4963_4c90),
+    (0x803f_c1ff, 0xc928_3990),
+    (0x8000_0001, 0xcb1a_4001),
+    (0xcf98_0000, 0x4b00_0001),
+    (0x3547_ed87, 0x0cd1_8d80),
+    (0x2386_ff07, 0x8a0e_4417),
+    (0x5639_205c, 0x8c5a_1110),
+    (0x35cd_0800, 0x3ff0_0000),
+    (0x19cd_0800, 0x3ff0_0000),
+    (0x293b_1960, 0xb42f_c98a),
+    (0x3f7e_895a, 0xc668_582c),
+    (0x3f7f_ff98, 0x4b56_fb4a),
+    (0x3f80_0800, 0x4000_0000),
+    (0x3f80_1000, 0x4040_0000),
+    (0x4040_0000, 0x4170_0000),
+    (0x4000_0000, 0xc315_0000),
+    (0x4000_0000, 0xc316_0000),
+    (0x3f00_0000, 0x4315_0000),
+    (0x4110_0000, 0x3f00_0000),
+    (0x4310_0000, 0x3f40_0000),
+];
+
 /// An operation's arguments: `third` empty for an operation on two.
 struct Arguments {
     x: Vec<f32>,
@@ -125,6 +172,12 @@ fn arguments(p: &Pair) -> Arguments {
             }
         }
     }
+    if p.name == "pow" {
+        for &(a, b) in HARD_POW {
+            args.x.push(f32::from_bits(a));
+            args.second.push(b);
+        }
+    }
     let (mut rx, mut rs, mut rz) = (vec![0f32; n], vec![0u32; n], vec![0f32; if p.third { n } else { 0 }]);
     draw_pairs(p, 0x5eed ^ p.name.len() as u64, &mut rx, &mut rs, &mut rz);
     args.x.extend(rx);
@@ -133,13 +186,56 @@ fn arguments(p: &Pair) -> Arguments {
     args
 }
 
-/// The arguments on which `got` is not the reference's result, listed.
+/// What each form must give: the reference's result, or for an operation not yet correctly
+/// rounded (`pow`), the library's WGSL alone's, which `wgsl_is_within_a_unit` holds to within
+/// one unit of the reference's.
+fn expected(p: &Pair, args: &Arguments) -> Vec<f32> {
+    if p.faithful {
+        let mut y = vec![0f32; args.x.len()];
+        run_cpu_pair(p.wgsl, 1, &args.x, &args.second, &args.third, &mut y);
+        return y;
+    }
+    (0..args.x.len())
+        .map(|i| {
+            let (a, b, c) = args.get(i);
+            (p.reference)(a, b, c)
+        })
+        .collect()
+}
+
+/// For an operation not yet correctly rounded: the arguments on which the WGSL alone is more
+/// than one unit off the reference, listed, and how many are off by one.
+fn wgsl_is_within_a_unit(p: &Pair, args: &Arguments) -> (Vec<String>, usize) {
+    let mut y = vec![0f32; args.x.len()];
+    run_cpu_pair(p.wgsl, 1, &args.x, &args.second, &args.third, &mut y);
+    let mut off = 0;
+    let mut far = Vec::new();
+    for (i, &got) in y.iter().enumerate() {
+        let (a, b, c) = args.get(i);
+        let want = (p.reference)(a, b, c);
+        match ulps(got, want) {
+            0 => {}
+            1 => off += 1,
+            n => far.push(format!(
+                "{}({:#010x}, {b:#010x}) gave {:#010x}, not {:#010x} ({n} ulp)",
+                p.name,
+                a.to_bits(),
+                got.to_bits(),
+                want.to_bits()
+            )),
+        }
+    }
+    (far, off)
+}
+
+/// The arguments on which `got` is not what the form must give (`expected`), listed.
 fn wrong(p: &Pair, args: &Arguments, got: &[f32]) -> Vec<String> {
+    let expected = expected(p, args);
     got.iter()
         .enumerate()
         .filter_map(|(i, &y)| {
             let (a, b, c) = args.get(i);
-            let want = (p.reference)(a, b, c);
+            let want = expected[i];
             let third = if p.third { format!(", {:#010x}", c.to_bits()) } else { String::new() };
             (!same(y, want)).then(|| {
                 format!(
@@ -172,6 +268,11 @@ fn the_cpu_form_and_the_wgsl_alone_give_the_reference_s_bits() {
         assert!(y.iter().zip(&y4).all(|(a, b)| a.to_bits() == b.to_bits()), "{}: vec4 differs from f32", p.name);
         let bad = wrong(p, &args, &run(p.wgsl, 1));
         assert!(bad.is_empty(), "the WGSL alone, {} wrong:\n{}", bad.len(), bad.join("\n"));
+        if p.faithful {
+            let (far, off) = wgsl_is_within_a_unit(p, &args);
+            assert!(far.is_empty(), "{} more than 1 ulp off:\n{}", far.len(), far.join("\n"));
+            eprintln!("{}: {off} of {} results 1 ulp off the correctly rounded one", p.name, args.x.len());
+        }
     }
 }
 

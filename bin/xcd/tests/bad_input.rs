@@ -327,11 +327,11 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
         .await
     );
     case!(
-        "WGSL with a builtin outside the exact subset (pow)",
+        "WGSL with a builtin outside the exact subset (unpack4x8snorm)",
         "load_failed",
         outcome(
             post("/v1/blocks")
-                .body(wgsl_only(&|w| w.replace("n = n + 1u;", "n = n + u32(pow(x, 2.0));")))
+                .body(wgsl_only(&|w| w.replace("n = n + 1u;", "n = n + u32(unpack4x8snorm(u32(x)).x);")))
                 .send()
                 .await
                 .expect("sent")
@@ -592,8 +592,11 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     assert!(rows.len() >= 40, "{} cases", rows.len());
     assert!(wrong.is_empty(), "cases answered otherwise:\n{}", wrong.join("\n"));
     let detail = |name: &str| rows.iter().find(|r| r.0 == name).map(|r| r.2.detail.clone()).unwrap_or_default();
-    let pow = detail("WGSL with a builtin outside the exact subset (pow)");
-    assert!(pow.contains(": line ") && pow.contains("pow() is not in the exact subset"), "{pow}");
+    let refused = detail("WGSL with a builtin outside the exact subset (unpack4x8snorm)");
+    assert!(
+        refused.contains(": line ") && refused.contains("unpack4x8snorm() is not in the exact subset"),
+        "{refused}"
+    );
     let mismatch = detail("WGSL whose bindings differ from the description");
     assert!(mismatch.contains("elements of 4 bytes in the kernel and array counts of 8"), "{mismatch}");
     let long = detail("WGSL with a statement of 100000 operators");

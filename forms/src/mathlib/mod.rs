@@ -38,6 +38,8 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("log2.wgsl"),
     "\n",
+    include_str!("pow.wgsl"),
+    "\n",
     include_str!("sincos.wgsl"),
     "\n",
     include_str!("tan.wgsl"),
@@ -62,7 +64,7 @@ pub const SOURCE: &str = concat!(
 );
 
 /// A builtin the library implements: the library's WGSL function for it (on scalars: one f32,
-/// for `ldexp` an i32 beside it, for `atan2` two f32, for `fma` three), and the CPU form's f64 fast path, if it
+/// for `ldexp` an i32 beside it, for `atan2` and `pow` two f32, for `fma` three), and the CPU form's f64 fast path, if it
 /// has one (a function of `xcd-cpumath` taking the same arguments and returning `Option<f32>`,
 /// as the runtime re-exports it, saying `None` where the WGSL must decide).
 struct Implemented {
@@ -190,6 +192,9 @@ const FUNCTIONS: &[Implemented] = &[
         wgsl: "xcm_fma",
         fast: Some("::xcd_runtime::cpumath::fma"),
     },
+    // Not yet correctly rounded (at most 1 ulp off, pow.wgsl), so no fast path: the CPU form
+    // runs the WGSL itself and gives the GPU forms' bits.
+    Implemented { builtin: Builtin::Math(MathFunction::Pow), wgsl: "xcm_pow", fast: None },
     Implemented { builtin: Builtin::Math(MathFunction::Frexp), wgsl: "xcm_frexp", fast: None },
     Implemented { builtin: Builtin::Math(MathFunction::Modf), wgsl: "xcm_modf", fast: None },
     Implemented {
