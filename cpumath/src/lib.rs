@@ -24,8 +24,8 @@
 //! target with IEEE binary64 arithmetic rounded at each operation (not x87's extended
 //! registers, which the build refuses). It uses std for f64's `sqrt` (IEEE's correctly rounded
 //! square root, one instruction on x86-64 and Arm) and the `libm` crate (musl's functions in
-//! Rust, the same on every target) for f64's `atan`, `atan2`, `asin`, `acos` and the six
-//! hyperbolic functions.
+//! Rust, the same on every target) for f64's `atan`, `atan2`, `asin`, `acos`, `pow` and the six
+//! hyperbolic functions (within one unit of f64's last place, far inside the margin).
 #![forbid(unsafe_code)]
 
 #[cfg(all(target_arch = "x86", not(target_feature = "sse2")))]
@@ -39,6 +39,7 @@ mod exp;
 mod fma;
 mod hyperbolic;
 mod log;
+mod pow;
 mod round;
 mod rsqrt;
 mod sincos;
@@ -50,6 +51,7 @@ pub use exp::{exp, exp2};
 pub use fma::fma;
 pub use hyperbolic::{acosh, asinh, atanh, cosh, sinh, tanh};
 pub use log::{log, log2};
+pub use pow::pow;
 pub use rsqrt::inverse_sqrt;
 pub use sincos::{cos, sin, tan};
 

@@ -249,7 +249,7 @@ pub mod reference {
 }
 
 /// One operation of the library on two or three arguments: the second an i32 (`ldexp`) or an
-/// f32 (`%`, `atan2`, `fma`), carried as its bits, the third (`fma`'s) an f32.
+/// f32 (`%`, `atan2`, `fma`, `pow`), carried as its bits, the third (`fma`'s) an f32.
 #[derive(Debug, Clone, Copy)]
 pub struct Pair {
     /// Its name in WGSL (`%` as `remainder`).
@@ -262,16 +262,13 @@ pub struct Pair {
     pub wgsl: CpuKernel,
     /// The correctly rounded result, from code apart from the library's: musl's scalbnf and
     /// fmaf (the `libm` crate) for `ldexp` and `fma`, the platform's fmodf (Rust's `%`) for
-    /// the remainder, CORE-MATH's for `atan2`. The third argument is 0 for an operation on two.
+    /// the remainder, CORE-MATH's for `atan2` and `pow`. The third argument is 0 for an
+    /// operation on two.
     pub reference: fn(f32, u32, f32) -> f32,
     /// Whether the second argument is an f32 (else an i32).
     pub second_is_float: bool,
     /// Whether it takes a third argument.
     pub third: bool,
-    /// Whether the library's result may be one unit off the reference's (`pow`, not yet
-    /// correctly rounded): then every form must give the WGSL alone's bits, and those must be
-    /// within one unit of the reference's.
-    pub faithful: bool,
 }
 
 /// Every operation of the library on two or three arguments.
@@ -284,7 +281,6 @@ pub const PAIRS: &[Pair] = &[
         reference: |x, n, _| libm::ldexpf(x, n as i32),
         second_is_float: false,
         third: false,
-        faithful: false,
     },
     Pair {
         name: "remainder",
@@ -294,7 +290,6 @@ pub const PAIRS: &[Pair] = &[
         reference: |x, y, _| x % f32::from_bits(y),
         second_is_float: true,
         third: false,
-        faithful: false,
     },
     Pair {
         name: "atan2",
@@ -304,7 +299,6 @@ pub const PAIRS: &[Pair] = &[
         reference: |y, x, _| core_math::atan2f(y, f32::from_bits(x)),
         second_is_float: true,
         third: false,
-        faithful: false,
     },
     Pair {
         name: "fma",
@@ -314,7 +308,6 @@ pub const PAIRS: &[Pair] = &[
         reference: |a, b, c| libm::fmaf(a, f32::from_bits(b), c),
         second_is_float: true,
         third: true,
-        faithful: false,
     },
     Pair {
         name: "pow",
@@ -324,7 +317,6 @@ pub const PAIRS: &[Pair] = &[
         reference: |x, y, _| core_math::powf(x, f32::from_bits(y)),
         second_is_float: true,
         third: false,
-        faithful: true,
     },
 ];
 

@@ -40,6 +40,8 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("pow.wgsl"),
     "\n",
+    include_str!("ln128.wgsl"),
+    "\n",
     include_str!("sincos.wgsl"),
     "\n",
     include_str!("tan.wgsl"),
@@ -192,9 +194,11 @@ const FUNCTIONS: &[Implemented] = &[
         wgsl: "xcm_fma",
         fast: Some("::xcd_runtime::cpumath::fma"),
     },
-    // Not yet correctly rounded (at most 1 ulp off, pow.wgsl), so no fast path: the CPU form
-    // runs the WGSL itself and gives the GPU forms' bits.
-    Implemented { builtin: Builtin::Math(MathFunction::Pow), wgsl: "xcm_pow", fast: None },
+    Implemented {
+        builtin: Builtin::Math(MathFunction::Pow),
+        wgsl: "xcm_pow",
+        fast: Some("::xcd_runtime::cpumath::pow"),
+    },
     Implemented { builtin: Builtin::Math(MathFunction::Frexp), wgsl: "xcm_frexp", fast: None },
     Implemented { builtin: Builtin::Math(MathFunction::Modf), wgsl: "xcm_modf", fast: None },
     Implemented {

@@ -385,6 +385,7 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Acos => core_math::acosf(fl(0)),
         Fun::Atan => core_math::atanf(fl(0)),
         Fun::Atan2 => core_math::atan2f(fl(0), fl(1)),
+        Fun::Pow => core_math::powf(fl(0), fl(1)),
         Fun::Sinh => core_math::sinhf(fl(0)),
         Fun::Cosh => core_math::coshf(fl(0)),
         Fun::Tanh => core_math::tanhf(fl(0)),

@@ -129,6 +129,8 @@ pub enum Fun {
     Ldexp,
     /// The math library's: `fma(a, b, c)`, rounded once.
     Fma,
+    /// The math library's, correctly rounded: `pow(x, y)`.
+    Pow,
     Sign,
     Saturate,
     Step,
@@ -353,6 +355,7 @@ fn wgsl_name(f: Fun) -> (&'static str, &'static str) {
         Fun::Radians => ("radians", ""),
         Fun::Ldexp => ("ldexp", ""),
         Fun::Fma => ("fma", ""),
+        Fun::Pow => ("pow", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

@@ -49,6 +49,7 @@ const MANY_FLOATS: &[Fun] = &[
     Fun::CrossY,
     Fun::Atan2,
     Fun::Fma,
+    Fun::Pow,
 ];
 
 /// splitmix64: small, seedable, and the same on every machine.
@@ -324,7 +325,7 @@ impl Gen {
             _ => {
                 let f = self.rng.pick(MANY_FLOATS);
                 let n = match f {
-                    Fun::Min | Fun::Max | Fun::Step | Fun::Atan2 => 2,
+                    Fun::Min | Fun::Max | Fun::Step | Fun::Atan2 | Fun::Pow => 2,
                     Fun::Clamp | Fun::Mix | Fun::Length3 | Fun::NormalizeX | Fun::Fma => 3,
                     Fun::Dot2 | Fun::Distance2 => 4,
                     _ => 6,
