@@ -1,4 +1,4 @@
-// The natural logarithm to about 2^-118, in 128-bit fixed point: what `pow` decides its hardest
+// The natural logarithm to about 2^-114, in 128-bit fixed point: what `pow` decides its hardest
 // roundings with (pow.wgsl). Values are signed 128-bit integers in two's complement as four u32
 // words (most significant first) times 2^-120, so from -128 to 128 in steps of 2^-120. Every
 // operation here is on integers, so every device gives the same bits.
@@ -78,7 +78,7 @@ fn xcm_inv128(k: u32) -> vec4<u32> {
     return q;
 }
 
-// ln(n 2^s) in the fixed point, for n of 1 to 32 bits (not 0), the result within 2^-118 or so,
+// ln(n 2^s) in the fixed point, for n of 1 to 32 bits (not 0), the result within 2^-114 or so (ln2 times e),
 // for |ln| below 128. With n normalized to 25 bits, m = n 2^-24 in [1, 2), halved from 1.5 up
 // (h = 1): m in [0.75, 1.5), and ln(n 2^s) = (s + 24 + h + shift) ln2 + ln(m). Then
 // - i = round(32 m) in [24, 48], c = round(8192 / i), so m c / 256 = 1 + r, |r| < 0.021, r
@@ -156,7 +156,7 @@ fn xcm_ln128(n: u32, s: i32) -> vec4<u32> {
 // Whether |x|^y > M for M = mn 2^ms (a midpoint of the f32 grid: mn of at most 25 bits), for
 // x positive, finite and not 1 and y finite with |y| in [2^-34, 2^31): the sign of
 // y ln(x) - ln(M), each within about 2^-90 (x^y is not M itself: the exact results are
-// computed before). The values compared lie within 2^-36 of each other, well inside the range.
+// computed before). Both values lie well inside the fixed point's range (|y ln x| below 105).
 fn xcm_pow_above(x: f32, y: f32, mn: u32, ms: i32) -> bool {
     // ln(x), then ln(M), from one call in a loop (its bound not a constant, as in `xcm_ln128`):
     // one copy of the logarithm in the compiled kernel, not two.

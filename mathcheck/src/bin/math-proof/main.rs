@@ -19,7 +19,7 @@
 //! on the device named, against the same loop without the function (`rate.rs`).
 //!
 //! With `--pairs N`, the operations on two or three arguments (`ldexp`, `%` as `remainder`,
-//! `fma`) on N random pairs or triples each (`pairs.rs`), or those named.
+//! `atan2`, `fma`, `pow`) on N random pairs or triples each (`pairs.rs`), or those named.
 //!
 //! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [--step K] [NAME…]` (default: every function);
 //! `XCD_PROOF_THREADS` sets the threads that run and check (default: every core).

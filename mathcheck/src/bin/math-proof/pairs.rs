@@ -1,5 +1,5 @@
 //! `math-proof --pairs N`: the library's operations on two or three arguments (`ldexp`, `%`,
-//! `fma`), whose argument space (2^64 or 2^96) cannot be enumerated, on N random pairs (or
+//! `atan2`, `fma`, `pow`), whose argument space (2^64 or 2^96) cannot be enumerated, on N random pairs (or
 //! triples) each, in the CPU form and in
 //! the library's WGSL alone, against references written apart from the library (the `Pair`'s).
 //! The pairs are drawn as `mathcheck/tests/pairs.rs` draws them (`draw_pairs`), from a seed per
