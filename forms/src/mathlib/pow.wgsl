@@ -117,16 +117,13 @@ fn xcm_pow_round(x: f32, y: f32, k: i32, r: vec2<f32>) -> f32 {
         let d = (u.x - value) + u.y;
         sa = -75;
         sb = -74;
+        // (|d| past 1/2, where rounding moves n, is a case of this too.)
         if (0.5 - abs(d) <= u.x * close) {
             decide = true;
             below = select(value - 1.0, value, d > 0.0);
             above = below + 1.0;
             mn = u32(below) * 2u + 1u;
             ms = -150;
-        } else if (d > 0.5) {
-            value = value + 1.0;
-        } else if (d < -0.5) {
-            value = value - 1.0;
         }
     } else if (v.y != 0.0) {
         // v = hi + lo, |lo| at most half a unit of hi: hi unless lo reaches the midpoint between
