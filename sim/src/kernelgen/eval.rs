@@ -386,6 +386,8 @@ fn call_float(f: Fun, a: &[V]) -> f32 {
         Fun::Atan => core_math::atanf(fl(0)),
         Fun::Atan2 => core_math::atan2f(fl(0), fl(1)),
         Fun::Pow => core_math::powf(fl(0), fl(1)),
+        // Rounded to nearest even, subnormal halves kept, past 65520 infinite: the `half` crate's.
+        Fun::QuantizeToF16 => half::f16::from_f32(fl(0)).to_f32(),
         Fun::Sinh => core_math::sinhf(fl(0)),
         Fun::Cosh => core_math::coshf(fl(0)),
         Fun::Tanh => core_math::tanhf(fl(0)),

@@ -131,6 +131,8 @@ pub enum Fun {
     Fma,
     /// The math library's, correctly rounded: `pow(x, y)`.
     Pow,
+    /// The math library's, exact: `x` rounded to binary16 and back.
+    QuantizeToF16,
     Sign,
     Saturate,
     Step,
@@ -356,6 +358,7 @@ fn wgsl_name(f: Fun) -> (&'static str, &'static str) {
         Fun::Ldexp => ("ldexp", ""),
         Fun::Fma => ("fma", ""),
         Fun::Pow => ("pow", ""),
+        Fun::QuantizeToF16 => ("quantizeToF16", ""),
         Fun::Sign => ("sign", ""),
         Fun::Saturate => ("saturate", ""),
         Fun::Step => ("step", ""),

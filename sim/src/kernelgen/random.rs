@@ -28,6 +28,7 @@ const ONE_FLOAT: &[Fun] = &[
     Fun::Acosh,
     Fun::Atanh,
     Fun::InverseSqrt,
+    Fun::QuantizeToF16,
     Fun::Degrees,
     Fun::Radians,
     Fun::Ldexp,
