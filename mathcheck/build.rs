@@ -7,8 +7,8 @@
 //! arguments of its own, and `rate_unchanged` the same loop without it, its baseline. The
 //! operations on two or three arguments (`ldexp`, `%`, `fma`) get `NAME_1` and `NAME_4`
 //! likewise, with a second (and third) input array. `split_1`, `split_4` and `formulas_4`
-//! (frexp and modf, whose results are structs; the builtins WGSL defines by a formula) are
-//! written out whole.
+//! (frexp and modf, whose results are structs; the builtins WGSL defines by a formula), and
+//! `pack_4` and `unpack_4` (the packing builtins) are written out whole.
 
 /// The library's one-argument functions, as WGSL names them.
 const FUNCTIONS: &[&str] = &[
@@ -31,6 +31,7 @@ const FUNCTIONS: &[&str] = &[
     "inverseSqrt",
     "degrees",
     "radians",
+    "quantizeToF16",
 ];
 
 /// A function's name in its blocks' names (Rust modules): `inverseSqrt` as `inverse_sqrt`.
@@ -226,6 +227,70 @@ fn formulas_4(@builtin(global_invocation_id) gid: vec3<u32>) {
     reflected[i] = reflect(a[i], b[i]);
     refracted[i] = refract(a[i], b[i], c[i].w);
     facing[i] = faceForward(a[i], b[i], c[i]);
+}
+",
+    ),
+    (
+        "pack_4",
+        "// The packing builtins and the packed dot products on each vec4<f32> of x and vec4<u32> of w.
+struct Tile {
+    start: u32,
+    count: u32,
+    first: u32,
+}
+
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> norms: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> ints: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> halves: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn pack_4(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    let v = x[i];
+    let u = w[i];
+    let s = bitcast<vec4<i32>>(u);
+    norms[i] = vec4<u32>(pack4x8snorm(v), pack4x8unorm(v), pack2x16snorm(v.xy), pack2x16unorm(v.zw));
+    ints[i] = vec4<u32>(pack4xI8(s), pack4xU8(u), pack4xI8Clamp(s), pack4xU8Clamp(u));
+    let dots = vec2<u32>(bitcast<u32>(dot4I8Packed(u.x, u.y)), dot4U8Packed(u.z, u.w));
+    halves[i] = vec4<u32>(pack2x16float(v.xy), pack2x16float(v.zw), dots);
+}
+",
+    ),
+    (
+        "unpack_4",
+        "// The unpacking builtins on each vec4<u32> of w.
+struct Tile {
+    start: u32,
+    count: u32,
+    first: u32,
+}
+
+@group(0) @binding(0) var<uniform> tile: Tile;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> snorm8: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> unorm8: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> norm16: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> halves: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> bytes: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn unpack_4(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = tile.first + gid.x;
+    if (i >= tile.count) {
+        return;
+    }
+    let u = w[i];
+    snorm8[i] = unpack4x8snorm(u.x);
+    unorm8[i] = unpack4x8unorm(u.y);
+    norm16[i] = vec4<f32>(unpack2x16snorm(u.z), unpack2x16unorm(u.w));
+    halves[i] = vec4<f32>(unpack2x16float(u.x), unpack2x16float(u.y));
+    bytes[i] = vec4<u32>(bitcast<u32>(unpack4xI8(u.z).x), bitcast<u32>(unpack4xI8(u.z).w), unpack4xU8(u.w).yz);
 }
 ",
     ),

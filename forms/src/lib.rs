@@ -133,8 +133,11 @@ fn bounds_checks() -> BoundsCheckPolicies {
 }
 
 fn validate(module: &naga::Module, source: Option<&str>) -> Result<naga::valid::ModuleInfo, FormsError> {
+    // `quantizeToF16`, `pack2x16float` and `unpack2x16float` need f16 conversions, a capability
+    // of their own: the math library computes them in integers instead, so no form needs it.
+    let capabilities = Capabilities::default() | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     unpanicked("validating the kernel", || {
-        Validator::new(ValidationFlags::all(), Capabilities::default()).validate(module).map_err(|e| match source {
+        Validator::new(ValidationFlags::all(), capabilities).validate(module).map_err(|e| match source {
             Some(text) => FormsError::Invalid(e.emit_to_string(text)),
             None => {
                 let e = e.into_inner();

@@ -130,7 +130,7 @@ impl Checker<'_> {
                 | TypeInner::ValuePointer { .. } => {}
                 TypeInner::Matrix { .. } => {
                     return Err(self.refuse(
-                        span,
+                        self.first_use(handle).unwrap_or(span),
                         "a matrix type",
                         "matrix products sum in an order each device chooses; write the sums out with vectors",
                     ));
@@ -152,6 +152,26 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Where a function first builds a value of type `ty` or declares a variable of it: naga
+    /// keeps no span for a type itself.
+    fn first_use(&self, ty: Handle<naga::Type>) -> Option<naga::Span> {
+        let functions = self.module.functions.iter().map(|(_, f)| f);
+        let mut all = functions.chain(self.module.entry_points.iter().map(|ep| &ep.function));
+        all.find_map(|fun| {
+            let built = fun.expressions.iter().find_map(|(h, e)| match *e {
+                Expression::Compose { ty: t, .. } | Expression::ZeroValue(t) if t == ty => {
+                    Some(fun.expressions.get_span(h))
+                }
+                _ => None,
+            });
+            let declared = || {
+                let local = fun.local_variables.iter().find(|(_, v)| v.ty == ty);
+                local.map(|(h, _)| fun.local_variables.get_span(h))
+            };
+            built.or_else(declared).filter(|span| span.to_range().is_some())
+        })
     }
 
     fn globals(&self) -> Result<(), FormsError> {
@@ -357,29 +377,9 @@ const OPEN_PRECISION: &str = "WGSL leaves its precision to each device, so devic
 /// the library never sees it. Found by the calls the source makes that left no builtin behind.
 pub(crate) fn check_unfolded(source: &str, module: &Module) -> Result<(), FormsError> {
     use MathFunction as M;
-    // The builtins whose precision WGSL leaves open, which the reader folds all the same: the
-    // library's, and those still refused (refused here too, else a constant argument hides them).
-    let open = [
-        M::Log,
-        M::Log2,
-        M::Pow,
-        M::Sin,
-        M::Cos,
-        M::Tan,
-        M::Asin,
-        M::Acos,
-        M::Atan,
-        M::Atan2,
-        M::Sinh,
-        M::Cosh,
-        M::Tanh,
-        M::Asinh,
-        M::Acosh,
-        M::Atanh,
-        M::InverseSqrt,
-        M::Unpack4x8snorm,
-    ];
-    for fun in crate::mathlib::functions().chain(open.into_iter().filter(|&f| !crate::mathlib::implements(f))) {
+    // Every builtin whose precision WGSL leaves open is the library's. naga folds the packed dot
+    // products in integers, exactly, so a constant call of one is fine.
+    for fun in crate::mathlib::functions().filter(|f| !matches!(f, M::Dot4I8Packed | M::Dot4U8Packed)) {
         let name = math_name(fun);
         let calls = calls_in_source(source, &name);
         let functions =
@@ -401,9 +401,6 @@ pub(crate) fn check_unfolded(source: &str, module: &Module) -> Result<(), FormsE
             .iter()
             .find(|c| !kept.contains(c))
             .and_then(|&c| locate(naga::Span::new(c as u32, (c + name.len()) as u32), Some(source)));
-        if !crate::mathlib::implements(fun) {
-            return Err(FormsError::Unsupported { at, construct: format!("{name}()"), why: OPEN_PRECISION.into() });
-        }
         return Err(FormsError::Unsupported {
             at,
             construct: format!("{name}() of a value known when the kernel is read"),

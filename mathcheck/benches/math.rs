@@ -48,6 +48,8 @@ fn rust_f32(name: &str) -> fn(f32) -> f32 {
         "inverseSqrt" => |x| 1.0 / x.sqrt(),
         "degrees" => f32::to_degrees,
         "radians" => f32::to_radians,
+        // Rust's f16 is not stable: the `half` crate's conversions (F16C where the CPU has it).
+        "quantizeToF16" => |x| half::f16::from_f32(x).to_f32(),
         other => panic!("no Rust baseline for {other}"),
     }
 }
@@ -76,8 +78,8 @@ fn functions(c: &mut Criterion) {
     group.finish();
 }
 
-/// `pow`, on two arguments: the CPU form (the library's WGSL itself, as `pow` has no fast path
-/// yet) against Rust's `f32::powf` and CORE-MATH's `powf`, on `x` in (0, 16] and `y` in
+/// `pow`, on two arguments: the CPU form (the f64 fast path of `xcd-cpumath`, falling back to
+/// the library's WGSL) against Rust's `f32::powf` and CORE-MATH's `powf`, on `x` in (0, 16] and `y` in
 /// [-8, 8], where results stay normal.
 fn pow(c: &mut Criterion) {
     let Some(p) = PAIRS.iter().find(|p| p.name == "pow") else { return };

@@ -212,10 +212,21 @@ pub const FUNCTIONS: &[Function] = &[
         fast: xcd_runtime::cpumath::radians,
         reference: reference::radians,
     },
+    Function {
+        name: "quantizeToF16",
+        block: quantize_to_f16_1::block,
+        block4: quantize_to_f16_4::block,
+        rate: rate_quantize_to_f16::block,
+        wgsl: as_wgsl::quantize_to_f16_1::cpu,
+        // Integer code throughout: the CPU form has no fast path to try first.
+        fast: |_| None,
+        reference: reference::quantize_to_f16,
+    },
 ];
 
 /// Correctly rounded references for what CORE-MATH has not: written apart from the library's
-/// code (double-f64 products, not its integer ones), so that the two check each other.
+/// code (double-f64 products, not its integer ones; the `half` crate's f16 conversions), so
+/// that the two check each other.
 pub mod reference {
     /// x 180/pi, correctly rounded.
     pub fn degrees(x: f32) -> f32 {
@@ -226,6 +237,21 @@ pub mod reference {
     /// x pi/180, correctly rounded.
     pub fn radians(x: f32) -> f32 {
         times(x, f64::from_bits(0x3f91_df46_a252_9d39), f64::from_bits(0x3c15_c1d8_becd_d291))
+    }
+
+    /// What the `split_1` block stores for `x`: `frexp`'s fields (the exponent as an f32), then
+    /// `modf`'s, as musl's `frexpf` and `modff` give them (`frexp` of zero, an infinity or NaN is
+    /// the argument and 0, as C says and musl leaves open for the infinities).
+    pub fn split(x: f32) -> [f32; 4] {
+        let (fract, exp) = if x.is_nan() || x.is_infinite() || x == 0.0 { (x, 0) } else { libm::frexpf(x) };
+        let (m_fract, m_whole) = libm::modff(x);
+        [fract, exp as f32, m_fract, m_whole]
+    }
+
+    /// x rounded to binary16 (to nearest, ties to even, subnormal halves kept) and back: the
+    /// `half` crate's conversions.
+    pub fn quantize_to_f16(x: f32) -> f32 {
+        half::f16::from_f32(x).to_f32()
     }
 
     /// x (hi + lo) rounded once to f32: the product as p + q to about 2^-104 of it (p exact

@@ -187,6 +187,40 @@ impl Rewriter<'_> {
         }
     }
 
+    /// A packing builtin as one call of the library's function on its whole arguments.
+    fn whole_call(
+        &mut self,
+        fun: Mf,
+        arg: Handle<Expression>,
+        arg1: Option<Handle<Expression>>,
+        span: Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let args = [Some(arg), arg1].into_iter().flatten().map(|a| self.get(a)).collect::<Result<Vec<_>, _>>()?;
+        let function = self.linked.get(fun).ok_or_else(|| internal("a library function not linked"))?;
+        Ok(self.call(function, args, span))
+    }
+
+    /// `left % right` on floats: the library's exact remainder, a scalar operand splatted first.
+    fn float_remainder(
+        &mut self,
+        old: Handle<Expression>,
+        left: Handle<Expression>,
+        right: Handle<Expression>,
+        span: Span,
+    ) -> Result<Handle<Expression>, FormsError> {
+        let size = self.size(old);
+        let mut operands = [left, right].map(|h| (h, None));
+        for (h, new) in operands.iter_mut() {
+            let value = self.get(*h)?;
+            *new = Some(if self.size(*h).is_none() { self.splat(value, size, span) } else { value });
+        }
+        let [(_, Some(l)), (_, Some(r))] = operands else {
+            return Err(internal("an operand that did not map"));
+        };
+        let function = self.linked.remainder().ok_or_else(|| internal("the remainder not linked"))?;
+        Ok(self.library_call(old, function, &[l, r], size, span))
+    }
+
     /// Rewrites one emitted expression.
     pub(super) fn lower(&mut self, old: Handle<Expression>) -> Result<(), FormsError> {
         if let Some(word) = self.opaque {
@@ -197,6 +231,12 @@ impl Rewriter<'_> {
         let span = self.old.get_span(old);
         let e = self.old[old].clone();
         let new = match e {
+            // The packing builtins: one call on the whole values.
+            Expression::Math { fun, arg, arg1, .. }
+                if crate::mathlib::takes_whole(fun) && self.linked.get(fun).is_some() =>
+            {
+                self.whole_call(fun, arg, arg1, span)?
+            }
             Expression::Math { fun, arg, arg1, arg2, .. }
                 if self.kind(old) == Some(ScalarKind::Float) && self.linked.get(fun).is_some() =>
             {
@@ -221,17 +261,7 @@ impl Rewriter<'_> {
             Expression::Binary { op: Bo::Modulo, left, right }
                 if self.kind(old) == Some(ScalarKind::Float) && self.linked.remainder().is_some() =>
             {
-                let size = self.size(old);
-                let mut operands = [left, right].map(|h| (h, None));
-                for (h, new) in operands.iter_mut() {
-                    let value = self.get(*h)?;
-                    *new = Some(if self.size(*h).is_none() { self.splat(value, size, span) } else { value });
-                }
-                let [(_, Some(l)), (_, Some(r))] = operands else {
-                    return Err(internal("an operand that did not map"));
-                };
-                let function = self.linked.remainder().ok_or_else(|| internal("the remainder not linked"))?;
-                self.library_call(old, function, &[l, r], size, span)
+                self.float_remainder(old, left, right, span)?
             }
             // naga writes float `!=` as SPIR-V's ordered not-equal, false for NaN; IEEE (and
             // every other form) says true: `!(a == b)` is the same everywhere.

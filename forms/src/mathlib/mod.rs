@@ -63,10 +63,13 @@ pub const SOURCE: &str = concat!(
     include_str!("exact.wgsl"),
     "\n",
     include_str!("fma.wgsl"),
+    "\n",
+    include_str!("packing.wgsl"),
 );
 
 /// A builtin the library implements: the library's WGSL function for it (on scalars: one f32,
-/// for `ldexp` an i32 beside it, for `atan2` and `pow` two f32, for `fma` three), and the CPU form's f64 fast path, if it
+/// for `ldexp` an i32 beside it, for `atan2` and `pow` two f32, for `fma` three; the packing
+/// builtins on their whole values, [`takes_whole`]), and the CPU form's f64 fast path, if it
 /// has one (a function of `xcd-cpumath` taking the same arguments and returning `Option<f32>`,
 /// as the runtime re-exports it, saying `None` where the WGSL must decide).
 struct Implemented {
@@ -199,14 +202,66 @@ const FUNCTIONS: &[Implemented] = &[
         wgsl: "xcm_pow",
         fast: Some("::xcd_runtime::cpumath::pow"),
     },
-    Implemented { builtin: Builtin::Math(MathFunction::Frexp), wgsl: "xcm_frexp", fast: None },
-    Implemented { builtin: Builtin::Math(MathFunction::Modf), wgsl: "xcm_modf", fast: None },
+    exact(MathFunction::Frexp, "xcm_frexp"),
+    exact(MathFunction::Modf, "xcm_modf"),
+    exact(MathFunction::QuantizeToF16, "xcm_quantize_to_f16"),
+    exact(MathFunction::Pack4x8snorm, "xcm_pack4x8snorm"),
+    exact(MathFunction::Pack4x8unorm, "xcm_pack4x8unorm"),
+    exact(MathFunction::Pack2x16snorm, "xcm_pack2x16snorm"),
+    exact(MathFunction::Pack2x16unorm, "xcm_pack2x16unorm"),
+    exact(MathFunction::Pack2x16float, "xcm_pack2x16float"),
+    exact(MathFunction::Unpack4x8snorm, "xcm_unpack4x8snorm"),
+    exact(MathFunction::Unpack4x8unorm, "xcm_unpack4x8unorm"),
+    exact(MathFunction::Unpack2x16snorm, "xcm_unpack2x16snorm"),
+    exact(MathFunction::Unpack2x16unorm, "xcm_unpack2x16unorm"),
+    exact(MathFunction::Unpack2x16float, "xcm_unpack2x16float"),
+    exact(MathFunction::Pack4xI8, "xcm_pack4xI8"),
+    exact(MathFunction::Pack4xU8, "xcm_pack4xU8"),
+    exact(MathFunction::Pack4xI8Clamp, "xcm_pack4xI8Clamp"),
+    exact(MathFunction::Pack4xU8Clamp, "xcm_pack4xU8Clamp"),
+    exact(MathFunction::Unpack4xI8, "xcm_unpack4xI8"),
+    exact(MathFunction::Unpack4xU8, "xcm_unpack4xU8"),
+    exact(MathFunction::Dot4I8Packed, "xcm_dot4I8Packed"),
+    exact(MathFunction::Dot4U8Packed, "xcm_dot4U8Packed"),
     Implemented {
         builtin: Builtin::FloatRemainder,
         wgsl: "xcm_remainder",
         fast: Some("::xcd_runtime::cpumath::remainder"),
     },
 ];
+
+/// A builtin the library computes exactly in integers, with no fast path of the CPU form's.
+const fn exact(fun: MathFunction, wgsl: &'static str) -> Implemented {
+    Implemented { builtin: Builtin::Math(fun), wgsl, fast: None }
+}
+
+/// Whether the library's function for `fun` takes its arguments and gives its result whole
+/// (the packing builtins and the packed dot products, whose vectors are the packed values),
+/// rather than one component at a time.
+pub(crate) fn takes_whole(fun: MathFunction) -> bool {
+    use MathFunction as M;
+    matches!(
+        fun,
+        M::Pack4x8snorm
+            | M::Pack4x8unorm
+            | M::Pack2x16snorm
+            | M::Pack2x16unorm
+            | M::Pack2x16float
+            | M::Unpack4x8snorm
+            | M::Unpack4x8unorm
+            | M::Unpack2x16snorm
+            | M::Unpack2x16unorm
+            | M::Unpack2x16float
+            | M::Pack4xI8
+            | M::Pack4xU8
+            | M::Pack4xI8Clamp
+            | M::Pack4xU8Clamp
+            | M::Unpack4xI8
+            | M::Unpack4xU8
+            | M::Dot4I8Packed
+            | M::Dot4U8Packed
+    )
+}
 
 /// The builtins the library implements.
 pub(crate) fn functions() -> impl Iterator<Item = MathFunction> {
