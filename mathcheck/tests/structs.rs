@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob};
-use xcd_mathcheck::{formulas_4, same, split_1, split_4};
+use xcd_mathcheck::{formulas_4, reference, same, split_1, split_4};
 use xcd_runtime::{Block, CpuArg, CpuTile};
 use xcd_wire::Tile;
 
@@ -33,13 +33,6 @@ fn split_arguments(n: usize) -> Vec<f32> {
     x.extend(any_floats(n, 0x5eed));
     x.truncate(x.len() / 4 * 4);
     x
-}
-
-/// What `split_1` stores for `x`: frexp's fields (the exponent as an f32), then modf's.
-fn split_reference(x: f32) -> [f32; 4] {
-    let (fract, exp) = if x.is_nan() || x.is_infinite() || x == 0.0 { (x, 0) } else { libm::frexpf(x) };
-    let (m_fract, m_whole) = libm::modff(x);
-    [fract, exp as f32, m_fract, m_whole]
 }
 
 /// Runs `block` on one tile of `items` items, with `inputs` (bytes, binding order) and output
@@ -99,7 +92,7 @@ type Runner<'a> = dyn Fn(&Block, usize, &[&[u8]], &[usize]) -> Vec<Vec<u8>> + 'a
 
 /// Checks `split_1` and `split_4` on `x` where `run` computes them.
 fn check_split(x: &[f32], run: &Runner<'_>) {
-    let want: Vec<f32> = x.iter().flat_map(|&v| split_reference(v)).collect();
+    let want: Vec<f32> = x.iter().flat_map(|&v| reference::split(v)).collect();
     let out = run(&split_1::block(), x.len(), &[bytemuck::cast_slice(x)], &[16]);
     let bad = differ("split_1", x, &floats(&out[0]), &want, 4);
     assert!(bad.is_empty(), "{}", bad.join("\n"));

@@ -21,7 +21,10 @@
 //! With `--pairs N`, the operations on two or three arguments (`ldexp`, `%` as `remainder`,
 //! `atan2`, `fma`, `pow`) on N random pairs or triples each (`pairs.rs`), or those named.
 //!
-//! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [--step K] [NAME…]` (default: every function);
+//! With `--split`, `frexp` and `modf` (whose results are structs) on all 2^32 arguments, against
+//! musl's (`split.rs`).
+//!
+//! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [--split] [--step K] [NAME…]` (default: every function);
 //! `XCD_PROOF_THREADS` sets the threads that run and check (default: every core).
 
 use std::sync::Mutex;
@@ -35,6 +38,7 @@ use xcd_wire::Tile;
 
 mod pairs;
 mod rate;
+mod split;
 
 /// Arguments per tile.
 const CHUNK: u64 = 1 << 20;
@@ -231,6 +235,8 @@ struct Args {
     /// Random pairs (or triples) for each operation on two (or three) arguments instead
     /// (`--pairs N`).
     pairs: Option<u64>,
+    /// `frexp` and `modf` on every argument instead (`--split`).
+    split: bool,
     /// Every this many'th argument only, on the CPU (`--step K`, odd): a quick look before the
     /// proof.
     step: u64,
@@ -238,7 +244,7 @@ struct Args {
 }
 
 fn parse() -> Result<Args, String> {
-    let mut args = Args { device: None, rate: false, pairs: None, step: 1, names: Vec::new() };
+    let mut args = Args { device: None, rate: false, pairs: None, split: false, step: 1, names: Vec::new() };
     let mut all = std::env::args().skip(1);
     while let Some(arg) = all.next() {
         match arg.as_str() {
@@ -249,6 +255,7 @@ fn parse() -> Result<Args, String> {
                 );
             }
             "--rate" => args.rate = true,
+            "--split" => args.split = true,
             "--step" => {
                 let k = all.next().and_then(|k| k.parse().ok()).filter(|k: &u64| k % 2 == 1);
                 args.step = k.ok_or("--step takes an odd number K: every Kth argument, e.g. 1001")?;
@@ -263,7 +270,7 @@ fn parse() -> Result<Args, String> {
             other => {
                 let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.name).chain(PAIRS.iter().map(|p| p.name)).collect();
                 return Err(format!(
-                    "unknown argument {other}: the options are --device PART, --llvmpipe, --rate, --step K and --pairs N, the functions {}",
+                    "unknown argument {other}: the options are --device PART, --llvmpipe, --rate, --step K, --pairs N and --split, the functions {}",
                     names.join(" ")
                 ));
             }
@@ -353,6 +360,9 @@ fn main() {
     };
     let functions: Vec<&Function> =
         FUNCTIONS.iter().filter(|f| args.names.is_empty() || args.names.iter().any(|n| n == f.name)).collect();
+    if args.split {
+        std::process::exit(i32::from(split::prove(threads)));
+    }
     if let Some(total) = args.pairs {
         std::process::exit(i32::from(pairs::prove_all(total, threads, &args.names)));
     }
