@@ -3,9 +3,9 @@
 //! the recent refusals with who asked, and how many of each code since the start. Bounded: a few
 //! dozen entries each, whatever the load.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -116,7 +116,7 @@ impl Activity {
             self.tiles.fetch_add(1, Ordering::Relaxed);
             self.items.fetch_add(items, Ordering::Relaxed);
             let step = self.step_of(now);
-            let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+            let mut steps = self.steps.lock();
             match steps.back_mut() {
                 Some((s, n)) if *s == step => *n += items,
                 _ => steps.push_back((step, items)),
@@ -125,7 +125,7 @@ impl Activity {
                 steps.pop_front();
             }
         }
-        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        let mut work = self.work.lock();
         let at = work.iter().position(|w| w.peer == peer && w.block == block && w.device == device);
         let mut entry = match at.and_then(|i| work.remove(i)) {
             Some(entry) => entry,
@@ -152,17 +152,17 @@ impl Activity {
 
     /// Keeps a refusal.
     pub fn refused(&self, peer: Peer, code: &'static str, what: String) {
-        let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+        let mut refusals = self.refusals.lock();
         refusals.push_front(Refusal { at: Instant::now(), peer, code, what });
         refusals.truncate(RECENT);
         drop(refusals);
-        *self.refused.lock().unwrap_or_else(|e| e.into_inner()).entry(code).or_default() += 1;
+        *self.refused.lock().entry(code).or_default() += 1;
     }
 
     /// Refusals since the daemon started, by code (a few dozen codes at most: they are the
     /// daemon's own).
     pub fn refusal_counts(&self) -> BTreeMap<String, u64> {
-        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        let refused = self.refused.lock();
         refused.iter().map(|(code, n)| ((*code).to_owned(), *n)).collect()
     }
 
@@ -175,7 +175,7 @@ impl Activity {
     fn rates_at(&self, at: Instant) -> Vec<f64> {
         let now = self.step_of(at);
         let first = now.saturating_sub(STEPS as u64);
-        let steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        let steps = self.steps.lock();
         let mut rates = vec![0.0; (now - first) as usize];
         for &(step, items) in steps.iter() {
             if (first..now).contains(&step) {
@@ -187,12 +187,12 @@ impl Activity {
 
     /// Recent work, most recent first.
     pub fn work(&self) -> Vec<Work> {
-        self.work.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+        self.work.lock().iter().cloned().collect()
     }
 
     /// Recent refusals, most recent first.
     pub fn refusals(&self) -> Vec<Refusal> {
-        self.refusals.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+        self.refusals.lock().iter().cloned().collect()
     }
 
     fn step_of(&self, at: Instant) -> u64 {
@@ -234,7 +234,7 @@ mod tests {
         let activity = Activity::default();
         let later = |secs: u64| activity.started + Duration::from_secs(secs);
         assert_eq!(activity.step_of(later(5)), 2);
-        let mut steps = activity.steps.lock().expect("not poisoned");
+        let mut steps = activity.steps.lock();
         steps.extend([(0, 20), (1, 40), (2, 10)]);
         drop(steps);
         assert_eq!(activity.rates_at(later(5)), [10.0, 20.0], "the step not over yet is not shown");

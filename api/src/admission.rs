@@ -12,10 +12,11 @@
 //!
 //! Owns the slot counts and each connection's state; the accept loop ([`crate::serve`]) acts on it.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -72,7 +73,7 @@ impl Admission {
     /// client about to show the secret.
     pub(crate) fn admit(self: &Arc<Self>, client: IpAddr, exempt: bool) -> Arc<Conn> {
         let key = (!exempt).then(|| crate::limit::key(client));
-        let mut unproven = self.unproven.lock().unwrap_or_else(|e| e.into_inner());
+        let mut unproven = self.unproven.lock();
         let full_address = key.filter(|k| unproven.per_address.get(k).is_some_and(|n| *n >= self.per_address));
         let oldest = match full_address {
             Some(k) => unproven.by_age.values().find(|c| c.key == Some(k)).cloned(),
@@ -104,7 +105,7 @@ impl Admission {
     /// Unproven connections open now.
     #[cfg(test)]
     fn unproven(&self) -> usize {
-        self.unproven.lock().unwrap_or_else(|e| e.into_inner()).by_age.len()
+        self.unproven.lock().by_age.len()
     }
 
     /// Waits until every proven connection has closed.
@@ -138,8 +139,8 @@ impl Conn {
         let Ok(permit) = admission.proven.clone().try_acquire_owned() else {
             return false;
         };
-        *self.permit.lock().unwrap_or_else(|e| e.into_inner()) = Some(permit);
-        admission.unproven.lock().unwrap_or_else(|e| e.into_inner()).remove(self);
+        *self.permit.lock() = Some(permit);
+        admission.unproven.lock().remove(self);
         self.proven.store(true, Ordering::SeqCst);
         true
     }
@@ -169,9 +170,9 @@ impl Conn {
     /// The connection ended: its slot, of either kind, is free.
     pub(crate) fn closed(&self) {
         if let Some(admission) = self.admission.upgrade() {
-            admission.unproven.lock().unwrap_or_else(|e| e.into_inner()).remove(self);
+            admission.unproven.lock().remove(self);
         }
-        self.permit.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.permit.lock().take();
     }
 }
 

@@ -9,10 +9,11 @@
 //! This module only prices and holds; the tile endpoints (`routes::tiles`) decide when to wait for
 //! room and when to refuse.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -96,7 +97,7 @@ impl Budget {
     }
 
     fn client(&self, key: IpAddr) -> Arc<Semaphore> {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clients = self.clients.lock();
         clients.entry(key).or_insert_with(|| Arc::new(Semaphore::new(self.per_client as usize))).clone()
     }
 
@@ -125,7 +126,7 @@ impl Budget {
 
     /// Drops an address's count once nothing holds or waits on it.
     fn forget_if_idle(&self, key: IpAddr) {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clients = self.clients.lock();
         if clients
             .get(&key)
             .is_some_and(|c| Arc::strong_count(c) == 1 && c.available_permits() == self.per_client as usize)
@@ -137,7 +138,7 @@ impl Budget {
     /// Addresses counted now.
     #[cfg(test)]
     fn clients(&self) -> usize {
-        self.clients.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.clients.lock().len()
     }
 }
 

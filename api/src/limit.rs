@@ -19,9 +19,9 @@
 //! So the bound: at most `BURST + RATE × seconds` wrong secrets in all, whatever the number of
 //! addresses; from one address, `free` and then one per hold.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Wrong secrets an address may send before it is held back, unless configured otherwise
@@ -128,7 +128,7 @@ impl FailedSecrets {
     /// while the address is held back, while the total budget is spent, and for a new address
     /// while every remembered one is held back.
     pub fn may_compare(&self, client: IpAddr, now: Instant) -> Result<(), Duration> {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = self.counts.lock();
         let key = key(client);
         if let Some(until) = counts.by_address.get(&key).and_then(|c| c.held_until) {
             if let Some(wait) = until.checked_duration_since(now).filter(|w| !w.is_zero()) {
@@ -148,14 +148,14 @@ impl FailedSecrets {
     /// How long `client` is still held back at `now`, if it is.
     #[cfg(test)]
     fn held(&self, client: IpAddr, now: Instant) -> Option<Duration> {
-        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let counts = self.counts.lock();
         let until = counts.by_address.get(&key(client)).and_then(|c| c.held_until)?;
         until.checked_duration_since(now).filter(|w| !w.is_zero())
     }
 
     /// Counts a wrong secret from `client` at `now`; returns how long it is now held back.
     pub fn failed(&self, client: IpAddr, now: Instant) -> Option<Duration> {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = self.counts.lock();
         counts.refill(now);
         counts.budget = (counts.budget - 1.0).max(0.0);
         let key = key(client);
@@ -180,7 +180,7 @@ impl FailedSecrets {
     /// A right secret from `client`: its count starts again, unless it is held back (a guesser
     /// there does not get its guesses back because a program at the same address is served).
     pub fn succeeded(&self, client: IpAddr, now: Instant) {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = self.counts.lock();
         let key = key(client);
         if counts.by_address.get(&key).is_some_and(|c| !c.held(now)) {
             counts.by_address.remove(&key);
@@ -275,11 +275,11 @@ mod tests {
             t += Duration::from_millis(50);
             let _ = limit.failed(IpAddr::from((0x0a00_0000 + i).to_be_bytes()), t);
         }
-        assert_eq!(limit.counts.lock().expect("not poisoned").by_address.len(), ENTRIES, "bounded");
+        assert_eq!(limit.counts.lock().by_address.len(), ENTRIES, "bounded");
         let limit = FailedSecrets::new(1);
         let t = Instant::now();
         {
-            let mut counts = limit.counts.lock().expect("not poisoned");
+            let mut counts = limit.counts.lock();
             for i in 0..ENTRIES as u32 {
                 let held = Count { failures: 1, last: t, held_until: Some(t + LONGEST_HOLD) };
                 counts.by_address.insert(IpAddr::from((0x0a00_0000 + i).to_be_bytes()), held);

@@ -7,10 +7,11 @@
 //! with an answer past due, since HTTP/2 buffers an answer the client does not read, out of the
 //! body's reach. A tile stream has no size, and no such deadline: its own limits apply.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -52,7 +53,7 @@ impl OpenRequests {
 
     /// When the last request ended, while none is open.
     pub(crate) fn idle_since(&self) -> Option<Instant> {
-        let since = *self.idle_since.lock().unwrap_or_else(|e| e.into_inner());
+        let since = *self.idle_since.lock();
         (self.open.load(Ordering::SeqCst) == 0).then_some(since)
     }
 
@@ -63,7 +64,7 @@ impl OpenRequests {
 
     /// When the first answer still unsent is due, if any.
     pub(crate) fn first_due(&self) -> Option<Instant> {
-        self.due.lock().unwrap_or_else(|e| e.into_inner()).keys().next().map(|(at, _)| *at)
+        self.due.lock().keys().next().map(|(at, _)| *at)
     }
 }
 
@@ -77,7 +78,7 @@ impl OpenGuard {
     /// Its answer, of `bytes`, must be sent within `patience` and a second per MiB.
     fn answer_due(&self, bytes: u64, patience: Duration) {
         let at = Instant::now() + patience + Duration::from_secs(bytes >> 20);
-        self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).insert((at, self.id), ());
+        self.requests.due.lock().insert((at, self.id), ());
         self.requests.changed.notify_one();
     }
 }
@@ -92,8 +93,8 @@ impl OpenGuard {
 impl Drop for OpenGuard {
     fn drop(&mut self) {
         let id = self.id;
-        self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, of), ()| *of != id);
-        *self.requests.idle_since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.requests.due.lock().retain(|(_, of), ()| *of != id);
+        *self.requests.idle_since.lock() = Instant::now();
         self.requests.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -110,7 +111,7 @@ pub(crate) struct DueNow {
 impl DueNow {
     /// The answer is due now: unless it is sent or dropped first, its connection is dropped.
     pub(crate) fn now(&self) {
-        self.requests.due.lock().unwrap_or_else(|e| e.into_inner()).insert((Instant::now(), self.id), ());
+        self.requests.due.lock().insert((Instant::now(), self.id), ());
         self.requests.changed.notify_one();
     }
 }

@@ -1,9 +1,10 @@
 //! What every request handler shares: the daemon's settings, its devices, the blocks registered
 //! with it, the whole arrays it holds, and its counters.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use xcd_engine::DeviceHandle;
@@ -371,14 +372,14 @@ impl AppState {
                 "{shown:?} is not a block id (64 hex digits): use the id that POST /v1/blocks answered"
             ))
         })?;
-        let blocks = self.0.blocks.read().unwrap_or_else(|e| e.into_inner());
+        let blocks = self.0.blocks.read();
         blocks.by_id.get(&BlockId(bytes)).cloned().ok_or_else(|| ApiError::UnknownBlock(id.to_owned()))
     }
 
     /// Whether a new block of `size` bytes fits, by count and by bytes; checked before any
     /// device loads it, so that a refused block costs nothing.
     pub(crate) fn room_for_block(&self, size: usize) -> Result<(), ApiError> {
-        let blocks = self.0.blocks.read().unwrap_or_else(|e| e.into_inner());
+        let blocks = self.0.blocks.read();
         let limits = &self.0.config.limits;
         let weight = (size as u64).max(BLOCK_WEIGHT);
         if blocks.by_id.len() >= limits.max_blocks || blocks.bytes + weight > limits.max_block_store_bytes {
@@ -395,14 +396,14 @@ impl AppState {
 
     /// Keeps a block that [`AppState::room_for_block`] found room for (under `registering`).
     pub(crate) fn keep_block(&self, desc: Arc<BlockDesc>, size: usize) {
-        let mut blocks = self.0.blocks.write().unwrap_or_else(|e| e.into_inner());
+        let mut blocks = self.0.blocks.write();
         if blocks.by_id.insert(desc.id(), desc).is_none() {
             blocks.bytes += (size as u64).max(BLOCK_WEIGHT);
         }
     }
 
     pub(crate) fn array(&self, hash: &[u8; 32]) -> Option<Arc<[u8]>> {
-        let mut cache = self.0.arrays.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.0.arrays.lock();
         cache.uses += 1;
         let uses = cache.uses;
         cache.arrays.get_mut(hash).map(|(data, last)| {
@@ -413,7 +414,7 @@ impl AppState {
 
     pub(crate) fn keep_array(&self, hash: [u8; 32], data: Arc<[u8]>) {
         let budget = self.0.config.limits.array_cache_bytes;
-        let mut cache = self.0.arrays.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.0.arrays.lock();
         if cache.arrays.contains_key(&hash) {
             return;
         }

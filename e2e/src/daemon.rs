@@ -1,10 +1,11 @@
 //! A real `xcd` process for tests: started with its own `XCD_HOME`, ready once it prints its
 //! serving line, stopped by signal (or killed when dropped).
 
+use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 /// How long a daemon may take to print its serving line.
@@ -208,7 +209,7 @@ impl DaemonBuilder {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    let err = stderr.lock().map(|s| s.clone()).unwrap_or_default();
+                    let err = stderr.lock().clone();
                     panic!("xcd printed no serving line: stdout {stdout:?}, stderr {err}");
                 }
             }
@@ -231,7 +232,7 @@ impl Daemon {
 
     /// Everything the daemon wrote to stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+        self.stderr.lock().clone()
     }
 
     /// The process id.
@@ -358,7 +359,7 @@ fn keep_reading(mut from: impl Read + Send + 'static, sink: Arc<Mutex<String>>) 
             if n == 0 {
                 break;
             }
-            sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+            sink.lock().push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
 }

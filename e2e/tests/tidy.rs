@@ -51,6 +51,25 @@ fn unsafe_code_stays_in_the_gpu_backends() {
 }
 
 #[test]
+fn locks_are_parking_lot_s_which_cannot_poison() {
+    // std's locks poison when a holder panics, and each use then had to decide what that
+    // means (85 copies of the same `unwrap_or_else(|e| e.into_inner())`); parking_lot's do not.
+    let std_lock = ["std::sync::Mutex", "std::sync::RwLock", "std::sync::Condvar", "e.into_inner())"];
+    let mut offenders = Vec::new();
+    for path in files(".", ".rs") {
+        let rel = relative(&path);
+        let text = std::fs::read_to_string(&path).expect("readable source");
+        let imports_one = text
+            .lines()
+            .any(|l| l.starts_with("use std::sync::{") && ["Mutex", "RwLock", "Condvar"].iter().any(|n| l.contains(n)));
+        if rel != "e2e/tests/tidy.rs" && (imports_one || std_lock.iter().any(|p| text.contains(p))) {
+            offenders.push(rel);
+        }
+    }
+    assert!(offenders.is_empty(), "std locks (use parking_lot's): {offenders:?}");
+}
+
+#[test]
 fn members_take_versions_and_lints_from_the_workspace() {
     let manifests = files(".", "Cargo.toml");
     assert!(manifests.len() > 5, "found only {} manifests", manifests.len());

@@ -3,8 +3,9 @@
 //! streams and events, behind one lock. Owns which context a call works in and when a call on
 //! one fails; memory is `memory`'s, running work `stream`'s.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use xcd_ptxsim::Program;
 
@@ -53,7 +54,7 @@ pub(crate) struct Driver {
 /// The driver, locked.
 pub(crate) fn driver() -> MutexGuard<'static, Driver> {
     static DRIVER: OnceLock<Mutex<Driver>> = OnceLock::new();
-    DRIVER.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner())
+    DRIVER.get_or_init(Mutex::default).lock()
 }
 
 impl Driver {

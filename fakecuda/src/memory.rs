@@ -3,8 +3,9 @@
 //! a lock of its own, which a stream's worker takes to run its work (after the driver's lock,
 //! whoever takes both). Owns the allocations only.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 
 /// One allocation: its bytes (taken out while a kernel uses them), its size, whose it is.
 #[derive(Debug)]
@@ -26,7 +27,7 @@ pub(crate) struct Memory {
 /// The memory, locked.
 pub(crate) fn memory() -> MutexGuard<'static, Memory> {
     static MEMORY: OnceLock<Mutex<Memory>> = OnceLock::new();
-    MEMORY.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner())
+    MEMORY.get_or_init(Mutex::default).lock()
 }
 
 impl Memory {

@@ -3,8 +3,9 @@
 //! through the PTX interpreter until it ends, faults its context, or its context is destroyed.
 //! Owns the order and progress of a stream's work; the memory it works on is `memory`'s.
 
+use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 
 use xcd_ptxsim::{Arg, Program, SimError};
 
@@ -47,8 +48,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    fn progress(&self) -> parking_lot::MutexGuard<'_, Progress> {
+        self.progress.lock()
     }
 }
 
@@ -98,7 +99,7 @@ impl Stream {
     pub(crate) fn push(&self, work: Work) {
         let mut progress = self.shared.progress();
         progress.queued += 1;
-        let _ = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(work);
+        let _ = self.tx.lock().send(work);
     }
 
     /// Pieces queued so far.
@@ -116,7 +117,7 @@ impl Stream {
     pub(crate) fn finish(&self) -> Result<(), i32> {
         let mut progress = self.shared.progress();
         while progress.done < progress.queued {
-            progress = self.shared.moved.wait(progress).unwrap_or_else(|e| e.into_inner());
+            self.shared.moved.wait(&mut progress);
         }
         drop(progress);
         self.context.check()

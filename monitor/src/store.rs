@@ -2,9 +2,10 @@
 //! and a number of its own, plus counts of what was refused; followers get each new run as it
 //! arrives.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use tokio::sync::broadcast;
@@ -47,8 +48,8 @@ impl Default for Store {
 }
 
 impl Store {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
+        self.inner.lock()
     }
 
     /// Keeps a run, dropping the oldest past [`KEEP_RUNS`], and tells the followers.

@@ -42,8 +42,8 @@ mod timeline;
 mod trace;
 pub mod worker;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Instant;
 
 pub use args::Args;
@@ -299,7 +299,7 @@ impl Par {
 
     /// The remembered placement under `key`, if any.
     fn remembered(&self, key: &str) -> Option<Kinds> {
-        let mut cache = self.placements.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.placements.lock();
         if let Some(kinds) = cache.get(key) {
             return Some(*kinds);
         }
@@ -310,7 +310,7 @@ impl Par {
 
     /// Keeps a measured placement; says where, or why not.
     fn remember(&self, key: &str, kinds: Kinds) -> Result<String, String> {
-        self.placements.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_owned(), kinds);
+        self.placements.lock().insert(key.to_owned(), kinds);
         self.home.set(key, Some(&kinds.to_string())).map_err(|e| e.to_string())?;
         Ok(self.home.path().display().to_string())
     }

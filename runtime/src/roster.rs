@@ -6,7 +6,8 @@
 //! Owns the list of workers and its changes; running a block on them is `Par`'s (`lib.rs`), and
 //! talking to a daemon is `crate::remote`'s.
 
-use std::sync::{Arc, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -107,8 +108,8 @@ impl Roster {
         self.read().iter().map(|w| w.name().to_owned()).collect()
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Shared>> {
-        self.workers.read().unwrap_or_else(|e| e.into_inner())
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, Vec<Shared>> {
+        self.workers.read()
     }
 
     /// The hosts of the daemons whose devices are workers now.
@@ -120,14 +121,14 @@ impl Roster {
     /// that left or stopped taking work; returns the workers for this run.
     pub(crate) fn current(&self, settings: &Settings) -> Vec<Shared> {
         self.take_back_missing(settings);
-        let moves = match self.watch.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        let moves = match self.watch.lock().as_mut() {
             Some(watch) => watch.moves(),
             None => Default::default(),
         };
         if moves.joined.is_empty() && moves.left.is_empty() {
             return self.read().clone();
         }
-        let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
+        let mut workers = self.workers.write();
         for (addr, why) in &moves.left {
             workers.retain(|w| w.id().daemon.as_ref().is_none_or(|d| d.addr != *addr));
             if settings.report {
@@ -157,7 +158,7 @@ impl Roster {
     /// for those still missing every [`MISSING_RETRY`]. A run never waits for a try.
     fn take_back_missing(&self, settings: &Settings) {
         let Some(runtime) = &self.runtime else { return };
-        let mut missing = self.missing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut missing = self.missing.lock();
         if missing.trying.as_ref().is_some_and(JoinHandle::is_finished) {
             let Some(Ok((joined, errors))) = missing.trying.take().map(JoinHandle::join) else { return };
             self.take_in(settings, &mut missing, joined, &errors);
@@ -182,7 +183,7 @@ impl Roster {
     /// Takes in the workers of named daemons that answered; those still unreachable stay
     /// missing, and any other refusal is said once, and left.
     fn take_in(&self, settings: &Settings, missing: &mut Missing, joined: Vec<RemoteWorker>, errors: &[RemoteError]) {
-        let mut workers = self.workers.write().unwrap_or_else(|e| e.into_inner());
+        let mut workers = self.workers.write();
         for worker in joined {
             let addr = worker.id().daemon.as_ref().map(|d| d.addr.clone()).unwrap_or_default();
             let known = workers.iter().any(|w| w.name() == worker.name());

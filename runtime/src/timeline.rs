@@ -7,7 +7,7 @@
 //! the run: the scheduler calls [`Timeline::tile`] as each tile ends, placement marks when it
 //! measures. It must not touch workers, the board or the trace connection.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -60,7 +60,7 @@ impl Timeline {
     pub(crate) fn tile(&self, name: &str, lane: usize, started: Instant, items: u32, failed: bool) {
         let (start, end) = (started.saturating_duration_since(self.started), self.started.elapsed());
         let measuring = self.measuring.load(Ordering::Relaxed);
-        let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spans = self.spans.lock();
         let worker = match spans.names.iter().position(|n| n == name) {
             Some(i) => i,
             None => {
@@ -84,7 +84,7 @@ impl Timeline {
     /// The workers' names (what [`Span::worker`] indexes), the spans in start order, at most
     /// `most` of them (merged further if need be), and whether any were merged.
     pub(crate) fn spans(&self, most: usize) -> (Vec<String>, Vec<Span>, bool) {
-        let spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
+        let spans = self.spans.lock();
         let (mut list, mut merged) = (spans.spans.clone(), spans.merged);
         while list.len() > most.max(1) {
             let before = list.len();

@@ -215,20 +215,20 @@ type Answer = (Vec<Bytes>, Option<Share>);
 /// untaken for the idle limit has a client that reads nothing.
 struct Taking {
     holding: std::sync::atomic::AtomicUsize,
-    last: std::sync::Mutex<tokio::time::Instant>,
+    last: parking_lot::Mutex<tokio::time::Instant>,
 }
 
 impl Taking {
     fn new() -> Self {
-        Taking { holding: Default::default(), last: std::sync::Mutex::new(tokio::time::Instant::now()) }
+        Taking { holding: Default::default(), last: parking_lot::Mutex::new(tokio::time::Instant::now()) }
     }
 
     fn took(&self) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+        *self.last.lock() = tokio::time::Instant::now();
     }
 
     fn last(&self) -> tokio::time::Instant {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner())
+        *self.last.lock()
     }
 }
 

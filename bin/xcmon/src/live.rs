@@ -4,9 +4,10 @@
 //! throughput chart), each device's tiles in flight (a chart per device) and its refusals by code.
 //! Without the secret it reads nothing: a daemon would refuse each reading.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use xcd_discovery::Found;
@@ -88,7 +89,7 @@ pub(crate) struct Figures(Arc<Mutex<BTreeMap<String, Live>>>);
 impl Figures {
     /// The views of every daemon read so far.
     pub(crate) fn views(&self) -> BTreeMap<String, LiveView> {
-        let figures = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let figures = self.0.lock();
         figures
             .iter()
             .map(|(name, live)| {
@@ -125,9 +126,9 @@ pub(crate) async fn read(
     let mut tick = tokio::time::interval(EVERY);
     loop {
         tick.tick().await;
-        let daemons: Vec<Found> = found.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let daemons: Vec<Found> = found.lock().values().cloned().collect();
         readers.retain(|name, _| daemons.iter().any(|d| &d.name == name));
-        figures.0.lock().unwrap_or_else(|e| e.into_inner()).retain(|name, _| daemons.iter().any(|d| &d.name == name));
+        figures.0.lock().retain(|name, _| daemons.iter().any(|d| &d.name == name));
         if daemons.is_empty() {
             continue;
         }
@@ -151,7 +152,7 @@ pub(crate) async fn read(
         });
         let results = futures_util::future::join_all(rounds).await;
         let now = Instant::now();
-        let mut figures = figures.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut figures = figures.0.lock();
         for (name, reader, reading) in results {
             // A failed reading drops the connection: the next round connects afresh.
             match (reader, reading.is_ok()) {

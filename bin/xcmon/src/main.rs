@@ -7,11 +7,12 @@
 
 mod live;
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use askama::Template;
@@ -160,7 +161,7 @@ fn browse(scope: Scope, app: App) {
             if changes.is_empty() {
                 continue;
             }
-            let mut daemons = app.daemons.lock().unwrap_or_else(|e| e.into_inner());
+            let mut daemons = app.daemons.lock();
             for change in changes {
                 match change {
                     Change::Appeared(found) | Change::Updated(found) => {
@@ -191,7 +192,7 @@ fn html(template: &impl Template) -> Response {
 
 fn daemons_page(app: &App) -> DaemonsPage {
     let live = app.figures.as_ref().map(live::Figures::views).unwrap_or_default();
-    let daemons = app.daemons.lock().unwrap_or_else(|e| e.into_inner());
+    let daemons = app.daemons.lock();
     DaemonsPage::of(daemons.values(), &live, app.figures.is_some())
 }
 

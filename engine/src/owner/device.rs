@@ -4,9 +4,10 @@
 //! to one device never overlap. Owns turning panics and deadlines into an out-of-service
 //! device and trying to bring it back; must not know about channels or callers.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -130,7 +131,7 @@ impl Core {
     /// callers are told whether it serves.
     pub(super) fn settle(&mut self) {
         self.schedule_recovery();
-        let mut told = self.told.lock().unwrap_or_else(|e| e.into_inner());
+        let mut told = self.told.lock();
         if *told != self.lost {
             told.clone_from(&self.lost);
         }

@@ -30,8 +30,9 @@ mod device;
 #[cfg(test)]
 mod tests;
 
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -104,7 +105,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Core> {
-        self.core.lock().unwrap_or_else(|e| e.into_inner())
+        self.core.lock()
     }
 }
 
@@ -214,7 +215,7 @@ impl DeviceHandle {
 
     /// Why the device is out of service, while it is (the last word on it, without a wait).
     pub fn out_of_service(&self) -> Option<String> {
-        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.lost.lock().clone()
     }
 
     fn lost(&self) -> EngineError {
@@ -239,11 +240,7 @@ impl DeviceHandle {
         if !shared.any_thread || shared.queued.load(Ordering::Acquire) != 0 {
             return None;
         }
-        let mut core = match shared.core.try_lock() {
-            Ok(core) => core,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
+        let mut core = shared.core.try_lock()?;
         let result = core.run(job);
         core.settle();
         Some(result)

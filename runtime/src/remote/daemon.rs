@@ -5,9 +5,9 @@
 //! so later runs of a block reuse them; what the daemon turns out to have forgotten (a restart,
 //! an array dropped for room) is forgotten here too ([`Daemon::forget`]) and sent again.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use xcd_engine::WholeArray;
@@ -129,7 +129,7 @@ impl Daemon {
         let version = match daemon.get::<VersionInfo>("/v1/version").await {
             Ok(v) => v,
             Err(RemoteError::Unreachable { reason, .. }) => {
-                let presented = *seen.lock().unwrap_or_else(|e| e.into_inner());
+                let presented = *seen.lock();
                 if let (Some(pin), Some(presented)) = (expected, presented) {
                     if pin != presented {
                         let file = home.path().display().to_string();
@@ -141,7 +141,7 @@ impl Daemon {
             Err(e) => return Err(e),
         };
         if expected.is_none() {
-            if let Some(presented) = *seen.lock().unwrap_or_else(|e| e.into_inner()) {
+            if let Some(presented) = *seen.lock() {
                 home.set(&key, Some(&hex::encode(presented))).map_err(|e| failed(e.to_string()))?;
             }
         }
@@ -197,18 +197,18 @@ impl Daemon {
 
     /// Registers the block (once per daemon) and uploads whole arrays it does not hold yet.
     pub(crate) async fn prepare(&self, id: BlockId, desc: &BlockDesc, whole: &[WholeArray]) -> Result<(), RemoteError> {
-        let known = self.registered.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
+        let known = self.registered.lock().contains(&id);
         if !known {
             self.send(self.request(reqwest::Method::POST, "/v1/blocks").json(desc).timeout(REQUEST)).await?;
-            self.registered.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+            self.registered.lock().insert(id);
         }
         for array in whole {
-            let held = self.arrays.lock().unwrap_or_else(|e| e.into_inner()).contains(&array.hash);
+            let held = self.arrays.lock().contains(&array.hash);
             if !held {
                 let path = format!("/v1/arrays/{}", hex::encode(array.hash));
                 let wait = REQUEST + Duration::from_secs(array.data.len() as u64 / SLOWEST_UPLOAD);
                 self.send(self.request(reqwest::Method::PUT, &path).body(array.data.to_vec()).timeout(wait)).await?;
-                self.arrays.lock().unwrap_or_else(|e| e.into_inner()).insert(array.hash);
+                self.arrays.lock().insert(array.hash);
             }
         }
         Ok(())
@@ -217,8 +217,8 @@ impl Daemon {
     /// Forgets which blocks and whole arrays the daemon holds, after it answered that it does
     /// not hold one it was sent: the next [`Daemon::prepare`] sends them again.
     pub(crate) fn forget(&self) {
-        self.registered.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        self.arrays.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.registered.lock().clear();
+        self.arrays.lock().clear();
     }
 
     /// Opens a tile stream for `id` on device `device`.

@@ -1,7 +1,8 @@
 //! Certificate pinning: a daemon's certificate is trusted by its SHA-256 fingerprint, kept on
 //! first contact, not by a certificate authority (daemons make their own certificates).
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use rustls::DigitallySignedStruct;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -52,7 +53,7 @@ impl ServerCertVerifier for PinVerifier {
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let fingerprint = xcd_wire::content_hash(end_entity);
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(fingerprint);
+        *self.seen.lock() = Some(fingerprint);
         match self.expected {
             Some(pin) if pin != fingerprint => {
                 Err(rustls::Error::General("the certificate differs from its pin".into()))

@@ -18,8 +18,8 @@ mod board;
 pub mod sim;
 mod work;
 
+use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use board::{Board, Next};
@@ -181,7 +181,7 @@ pub(crate) fn run<'a>(
                     let count = tile.tile.count;
                     let failed = result.is_err();
                     ctx.timeline.tile(worker.name(), lane, started, count, failed);
-                    let mut b = lock(board);
+                    let mut b = board.lock();
                     match result {
                         Ok(()) => b.finished(w, count, started.elapsed()),
                         Err(e) => b.failed(w, &e.to_string(), Some(tile)),
@@ -199,7 +199,7 @@ pub(crate) fn run<'a>(
             });
         }
     });
-    board.into_inner().unwrap_or_else(|e| e.into_inner()).into_work()
+    board.into_inner().into_work()
 }
 
 /// The next tile for worker `w`, waiting while others are in flight; `None` once nothing is
@@ -212,18 +212,14 @@ fn next_tile<'a>(
     max_tile: u32,
     elem: &[u32],
 ) -> Option<TileSlices<'a>> {
-    let mut b = lock(board);
+    let mut b = board.lock();
     loop {
         match b.next(w, fixed, max_tile, elem) {
             Next::Tile(tile) => return Some(tile),
             Next::Stop => return None,
-            Next::Wait => b = changed.wait(b).unwrap_or_else(|e| e.into_inner()),
+            Next::Wait => changed.wait(&mut b),
         }
     }
-}
-
-fn lock<'m, 'w, 'a>(board: &'m Mutex<Board<'w, 'a>>) -> std::sync::MutexGuard<'m, Board<'w, 'a>> {
-    board.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Readies every worker for a run at once (loading the block on devices, opening streams); a

@@ -6,7 +6,8 @@
 //! which gives the exact bits, so the worker runs such a tile with the CPU form instead, and
 //! every later tile of that run too; the report says so.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use xcd_engine::{DeviceHandle, EngineError, TileJob};
@@ -29,7 +30,7 @@ impl GpuWorker {
     }
 
     fn declined(&self) -> MutexGuard<'_, (u64, Option<String>)> {
-        self.declined.lock().unwrap_or_else(|e| e.into_inner())
+        self.declined.lock()
     }
 }
 

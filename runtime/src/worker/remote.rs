@@ -3,8 +3,9 @@
 //! with a deadline from the time tiles have taken; a daemon that stops answering gets no tiles
 //! until a check in the background finds it answering again.
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -92,7 +93,7 @@ impl RemoteWorker {
     /// timeout), and the first run after it succeeds takes the daemon back.
     fn still_stalled(&self) -> Result<(), RemoteError> {
         use std::sync::atomic::Ordering::SeqCst;
-        let mut slot = self.stalled.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.stalled.lock();
         let Some(stalled) = slot.as_mut() else { return Ok(()) };
         if stalled.answered.load(SeqCst) {
             *slot = None;
@@ -151,7 +152,7 @@ impl Worker for RemoteWorker {
 
     fn prepare(&self, ctx: &RunCtx) -> Result<(), WorkerError> {
         self.still_stalled()?;
-        let mut slot = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.stream.lock();
         let open = matches!(slot.as_ref(), Some((id, stream)) if *id == ctx.id && !stream.is_closed());
         let daemon = self.daemon.clone();
         // Every run may bring whole arrays of its own, even on a stream already open for its
@@ -181,7 +182,7 @@ impl Worker for RemoteWorker {
 
     fn run_tile(&self, ctx: &RunCtx, tile: &mut TileSlices<'_>) -> Result<(), WorkerError> {
         let stream = {
-            let slot = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = self.stream.lock();
             match slot.as_ref() {
                 Some((id, stream)) if *id == ctx.id => stream.clone(),
                 _ => {
@@ -232,7 +233,7 @@ impl RemoteWorker {
             })??),
             Err(_) => {
                 let stalled = RemoteError::Stalled { addr: self.daemon.addr.clone(), secs: wait.as_secs_f64() };
-                *self.stalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stalled {
+                *self.stalled.lock() = Some(Stalled {
                     error: stalled.clone(),
                     checked: Instant::now(),
                     answered: Arc::default(),
@@ -240,7 +241,7 @@ impl RemoteWorker {
                 });
                 // Every other tile waiting on this stream fails now rather than at its own deadline.
                 stream.abort();
-                self.stream.lock().unwrap_or_else(|e| e.into_inner()).take();
+                self.stream.lock().take();
                 Err(stalled.into())
             }
         }

@@ -27,7 +27,7 @@
 //! `math-proof [--llvmpipe | --device PART] [--rate] [--pairs N] [--split] [--step K] [NAME…]` (default: every function);
 //! `XCD_PROOF_THREADS` sets the threads that run and check (default: every core).
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -98,13 +98,13 @@ fn prove(f: &Function, cpu: xcd_runtime::CpuKernel, threads: usize, step: u64) -
                     let mut local = Found::default();
                     local.check(f, &x, &y);
                     if local.wrong > 0 {
-                        found.lock().unwrap_or_else(|e| e.into_inner()).merge(local);
+                        found.lock().merge(local);
                     }
                 }
             });
         }
     });
-    let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut found = found.into_inner();
     found.first.sort_unstable();
     found
 }
@@ -186,7 +186,7 @@ fn prove_on(f: &Function, device: &DeviceHandle, threads: usize) -> Result<(Foun
                         eprintln!("{}: {:.0}% on {}, about {left:.0} s left", f.name, done * 100.0, device.info().id);
                     }
                     let result = chunk_on(f, device, id, start, skip_subnormal);
-                    let mut total = total.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut total = total.lock();
                     match result {
                         Ok((found, seen)) => {
                             total.0.merge(found);
@@ -203,7 +203,7 @@ fn prove_on(f: &Function, device: &DeviceHandle, threads: usize) -> Result<(Foun
             });
         }
     });
-    let (mut found, mut seen, failed) = total.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut found, mut seen, failed) = total.into_inner();
     if let Some(e) = failed {
         return Err(e);
     }

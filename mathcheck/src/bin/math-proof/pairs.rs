@@ -7,7 +7,7 @@
 //!
 //! This module owns the drawing and the count; the blocks and references are the crate's.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -48,7 +48,7 @@ fn prove(p: &Pair, cpu: CpuKernel, total: u64, threads: usize) -> Found {
                         let z = third.get(i).copied().unwrap_or(0.0);
                         let want = (p.reference)(a, b, z);
                         if !same(got, want) {
-                            let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                            let mut found = found.lock();
                             found.wrong += 1;
                             found.worst = found.worst.max(ulps(got, want));
                             if found.first.len() < LISTED {
@@ -60,7 +60,7 @@ fn prove(p: &Pair, cpu: CpuKernel, total: u64, threads: usize) -> Found {
             });
         }
     });
-    found.into_inner().unwrap_or_else(|e| e.into_inner())
+    found.into_inner()
 }
 
 /// Runs each operation named in `names` (every one if none of them is an operation) on `total` pairs (rounded up to

@@ -6,7 +6,7 @@
 //!
 //! This module owns that enumeration and its report; the block and reference are the crate's.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -46,7 +46,7 @@ pub(crate) fn prove(threads: usize) -> bool {
                         let want = reference::split(a);
                         if got.iter().zip(&want).any(|(&g, &w)| !same(g, w)) {
                             wrong.fetch_add(1, Ordering::Relaxed);
-                            let mut first = first.lock().unwrap_or_else(|e| e.into_inner());
+                            let mut first = first.lock();
                             if first.len() < LISTED {
                                 first.push((a.to_bits(), [got[0], got[1], got[2], got[3]], want));
                             }
@@ -61,7 +61,7 @@ pub(crate) fn prove(threads: usize) -> bool {
         "frexp and modf: 4294967296 arguments tried, {wrong} with a field unlike musl's ({:.0} s, {threads} threads)",
         started.elapsed().as_secs_f64()
     );
-    let mut first = first.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut first = first.into_inner();
     first.sort_unstable_by_key(|f| f.0);
     for (x, got, want) in first {
         println!("  {x:#010x}: gave {got:?}, musl {want:?}");
