@@ -346,8 +346,8 @@ pub const PAIRS: &[Pair] = &[
     },
 ];
 
-/// A xorshift generator from `seed` (never 0): 32 random bits a call.
-fn random_bits(seed: u64) -> impl FnMut() -> u32 {
+/// A xorshift generator from `seed` (never 0): 32 random bits a call, the same every run.
+pub fn random_bits(seed: u64) -> impl FnMut() -> u32 {
     let mut s = seed.max(1);
     move || {
         s ^= s << 13;
@@ -471,6 +471,36 @@ pub fn run_cpu(kernel: CpuKernel, lanes: usize, x: &[f32], y: &mut [f32]) {
         vec![CpuArg::Read(bytemuck::cast_slice(x)), CpuArg::Write(bytemuck::cast_slice_mut(y))],
     );
     kernel(&mut t);
+}
+
+/// Runs `block`'s CPU form on one tile of `items` items, with `inputs` (bytes, in binding order)
+/// and output arrays of `out_sizes` bytes per item; the outputs.
+pub fn run_block_cpu(block: &xcd_runtime::Block, items: usize, inputs: &[&[u8]], out_sizes: &[usize]) -> Vec<Vec<u8>> {
+    let mut outs: Vec<Vec<u8>> = out_sizes.iter().map(|&s| vec![0u8; s * items]).collect();
+    let mut args: Vec<CpuArg<'_>> = inputs.iter().map(|&i| CpuArg::Read(i)).collect();
+    args.extend(outs.iter_mut().map(|o| CpuArg::Write(o.as_mut_slice())));
+    let mut tile = CpuTile::new(Tile { start: 0, count: items as u32 }, &[], args);
+    (block.cpu)(&mut tile);
+    outs
+}
+
+/// Runs `block` on `device` as one tile of `items` items with `inputs`; the outputs, or why
+/// the device did not run it.
+pub fn run_block_on(
+    device: &xcd_engine::DeviceHandle,
+    block: &xcd_runtime::Block,
+    items: usize,
+    inputs: &[&[u8]],
+) -> Result<Vec<Vec<u8>>, xcd_engine::EngineError> {
+    let id = device.load_blocking(block.desc.clone())?;
+    let job = xcd_engine::TileJob {
+        block: id,
+        tile: Tile { start: 0, count: items as u32 },
+        params: Vec::new(),
+        inputs: inputs.iter().map(|&i| bytes::Bytes::copy_from_slice(i)).collect(),
+        whole: Vec::new(),
+    };
+    Ok(device.run_blocking(job)?.outputs.into_iter().map(|b| b.to_vec()).collect())
 }
 
 /// Whether `got` is the reference's `want`: the same bits, or both NaN (every form stores the

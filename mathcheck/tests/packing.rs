@@ -4,23 +4,13 @@
 //! tiny the floor is 0 either way), Rust's IEEE division in f32, the `half` crate's f16
 //! conversions and Rust's integer casts. On the CPU form, the PTX interpreter and llvmpipe.
 
-use bytes::Bytes;
-use xcd_engine::{DeviceHandle, EngineError, TileJob};
-use xcd_mathcheck::{pack_4, same, unpack_4};
-use xcd_runtime::{Block, CpuArg, CpuTile};
-use xcd_wire::Tile;
+use xcd_mathcheck::{pack_4, random_bits, run_block_cpu, run_block_on, same, unpack_4};
+use xcd_runtime::Block;
 
 /// A xorshift stream of 32-bit words, the same every run.
 fn words(n: usize, seed: u64) -> Vec<u32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 16) as u32
-        })
-        .collect()
+    let mut next = random_bits(seed);
+    (0..n).map(|_| next()).collect()
 }
 
 /// `n` vec4<f32> (flattened): the edges first (zeros, infinities, NaN, ±1 and just inside,
@@ -111,32 +101,6 @@ fn unpack_reference(u: [u32; 4]) -> [[f32; 4]; 4] {
 /// Runs `block` on one tile of `items` items; the outputs.
 type Runner<'a> = dyn Fn(&Block, usize, &[&[u8]], &[usize]) -> Vec<Vec<u8>> + 'a;
 
-fn run_cpu(block: &Block, items: usize, inputs: &[&[u8]], out_sizes: &[usize]) -> Vec<Vec<u8>> {
-    let mut outs: Vec<Vec<u8>> = out_sizes.iter().map(|&s| vec![0u8; s * items]).collect();
-    let mut args: Vec<CpuArg<'_>> = inputs.iter().map(|&i| CpuArg::Read(i)).collect();
-    args.extend(outs.iter_mut().map(|o| CpuArg::Write(o.as_mut_slice())));
-    let mut tile = CpuTile::new(Tile { start: 0, count: items as u32 }, &[], args);
-    (block.cpu)(&mut tile);
-    outs
-}
-
-fn run_device(
-    device: &DeviceHandle,
-    block: &Block,
-    items: usize,
-    inputs: &[&[u8]],
-) -> Result<Vec<Vec<u8>>, EngineError> {
-    let id = device.load_blocking(block.desc.clone())?;
-    let job = TileJob {
-        block: id,
-        tile: Tile { start: 0, count: items as u32 },
-        params: Vec::new(),
-        inputs: inputs.iter().map(|&i| Bytes::copy_from_slice(i)).collect(),
-        whole: Vec::new(),
-    };
-    Ok(device.run_blocking(job)?.outputs.into_iter().map(|b| b.to_vec()).collect())
-}
-
 fn u32s(bytes: &[u8]) -> Vec<u32> {
     bytemuck::pod_collect_to_vec(bytes)
 }
@@ -190,10 +154,10 @@ fn check(x: &[f32], w: &[u32], run: &Runner<'_>, where_: &str) {
 #[test]
 fn packing_builtins_give_wgsl_s_values_on_the_cpu_form_and_the_ptx_interpreter() {
     let (x, w) = (floats(50_000), ints(50_000));
-    check(&x, &w, &run_cpu, "CPU form");
+    check(&x, &w, &run_block_cpu, "CPU form");
     let sim = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
     let on_sim = |block: &Block, items: usize, inputs: &[&[u8]], _: &[usize]| {
-        run_device(&sim, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
+        run_block_on(&sim, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
     };
     check(&x, &w, &on_sim, "PTX interpreter");
     if let Some(ptxas) = xcd_ptxsim::ptxas::required() {
@@ -216,7 +180,7 @@ fn packing_builtins_on_llvmpipe_where_no_argument_is_subnormal() {
     let x: Vec<f32> = keep.iter().flat_map(|&i| x[4 * i..4 * i + 4].to_vec()).collect();
     let w: Vec<u32> = keep.iter().flat_map(|&i| w[4 * i..4 * i + 4].to_vec()).collect();
     let on_device = |block: &Block, items: usize, inputs: &[&[u8]], _: &[usize]| {
-        run_device(&device, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
+        run_block_on(&device, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
     };
     check(&x, &w, &on_device, "llvmpipe");
 }

@@ -4,23 +4,14 @@
 //! f32, each operation rounded once in WGSL's order), on the CPU form, the PTX interpreter and
 //! llvmpipe, on scalars and vectors.
 
-use bytes::Bytes;
-use xcd_engine::{DeviceHandle, EngineError, TileJob};
-use xcd_mathcheck::{formulas_4, reference, same, split_1, split_4};
-use xcd_runtime::{Block, CpuArg, CpuTile};
-use xcd_wire::Tile;
+use xcd_engine::DeviceHandle;
+use xcd_mathcheck::{formulas_4, random_bits, reference, run_block_cpu, run_block_on, same, split_1, split_4};
+use xcd_runtime::Block;
 
 /// `n` f32 of every bit pattern alike (NaN, infinities and subnormals too), the same every run.
 fn any_floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            f32::from_bits((s >> 16) as u32)
-        })
-        .collect()
+    let mut next = random_bits(seed);
+    (0..n).map(|_| f32::from_bits(next())).collect()
 }
 
 /// The edges first: zeros, infinities, NaN, subnormals, integers, halves.
@@ -33,34 +24,6 @@ fn split_arguments(n: usize) -> Vec<f32> {
     x.extend(any_floats(n, 0x5eed));
     x.truncate(x.len() / 4 * 4);
     x
-}
-
-/// Runs `block` on one tile of `items` items, with `inputs` (bytes, binding order) and output
-/// arrays of `out_sizes` bytes per item; the outputs.
-fn run_cpu(block: &Block, items: usize, inputs: &[&[u8]], out_sizes: &[usize]) -> Vec<Vec<u8>> {
-    let mut outs: Vec<Vec<u8>> = out_sizes.iter().map(|&s| vec![0u8; s * items]).collect();
-    let mut args: Vec<CpuArg<'_>> = inputs.iter().map(|&i| CpuArg::Read(i)).collect();
-    args.extend(outs.iter_mut().map(|o| CpuArg::Write(o.as_mut_slice())));
-    let mut tile = CpuTile::new(Tile { start: 0, count: items as u32 }, &[], args);
-    (block.cpu)(&mut tile);
-    outs
-}
-
-fn run_device(
-    device: &DeviceHandle,
-    block: &Block,
-    items: usize,
-    inputs: &[&[u8]],
-) -> Result<Vec<Vec<u8>>, EngineError> {
-    let id = device.load_blocking(block.desc.clone())?;
-    let job = TileJob {
-        block: id,
-        tile: Tile { start: 0, count: items as u32 },
-        params: Vec::new(),
-        inputs: inputs.iter().map(|&i| Bytes::copy_from_slice(i)).collect(),
-        whole: Vec::new(),
-    };
-    Ok(device.run_blocking(job)?.outputs.into_iter().map(|b| b.to_vec()).collect())
 }
 
 fn floats(bytes: &[u8]) -> Vec<f32> {
@@ -109,10 +72,10 @@ fn check_split(x: &[f32], run: &Runner<'_>) {
 #[test]
 fn frexp_and_modf_give_musl_s_fields_on_the_cpu_form_and_the_ptx_interpreter() {
     let x = split_arguments(100_000);
-    check_split(&x, &run_cpu);
+    check_split(&x, &run_block_cpu);
     let sim = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
     check_split(&x, &|block, items, inputs, _| {
-        run_device(&sim, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
+        run_block_on(&sim, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
     });
     if let Some(ptxas) = xcd_ptxsim::ptxas::required() {
         for block in [split_1::block(), split_4::block(), formulas_4::block()] {
@@ -135,7 +98,7 @@ fn frexp_and_modf_on_llvmpipe_where_nothing_is_subnormal() {
     let x: Vec<f32> = split_arguments(100_000).into_iter().filter(|v| !v.is_subnormal()).collect();
     let x = &x[..x.len() / 4 * 4];
     check_split(x, &|block, items, inputs, _| {
-        run_device(&device, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
+        run_block_on(&device, block, items, inputs).unwrap_or_else(|e| panic!("{e}"))
     });
 }
 
@@ -197,9 +160,9 @@ fn formula_builtins_follow_wgsl_s_formulas_on_every_form() {
     let inputs = formula_inputs(50_000);
     let bytes: Vec<&[u8]> = inputs.iter().map(|v| bytemuck::cast_slice(v.as_slice())).collect();
     let block = formulas_4::block();
-    check_formulas(&inputs, &run_cpu(&block, 50_000, &bytes, &[16; 4]), "CPU form");
+    check_formulas(&inputs, &run_block_cpu(&block, 50_000, &bytes, &[16; 4]), "CPU form");
     let sim = xcd_engine::owner::spawn(Box::new(xcd_ptxsim::SimDevice::new()));
-    check_formulas(&inputs, &run_device(&sim, &block, 50_000, &bytes).expect("the PTX interpreter"), "PTX");
+    check_formulas(&inputs, &run_block_on(&sim, &block, 50_000, &bytes).expect("the PTX interpreter"), "PTX");
     let Some(device) = llvmpipe() else {
         eprintln!("skipped llvmpipe: no Vulkan device");
         return;
@@ -208,5 +171,5 @@ fn formula_builtins_follow_wgsl_s_formulas_on_every_form() {
     let tame: [Vec<f32>; 3] = std::array::from_fn(|k| inputs[k].chunks(32).flat_map(|c| c[..28].to_vec()).collect());
     let n = tame[0].len() / 4;
     let bytes: Vec<&[u8]> = tame.iter().map(|v| bytemuck::cast_slice(v.as_slice())).collect();
-    check_formulas(&tame, &run_device(&device, &block, n, &bytes).expect("llvmpipe"), "llvmpipe");
+    check_formulas(&tame, &run_block_on(&device, &block, n, &bytes).expect("llvmpipe"), "llvmpipe");
 }
