@@ -140,161 +140,106 @@ fn BLOCK(@builtin(global_invocation_id) gid: vec3<u32>) {
 ";
 
 /// Blocks of their own: `frexp` and `modf` (whose results are structs) on scalars and vectors,
-/// and the builtins WGSL defines by a formula (`smoothstep`, `reflect`, `refract`,
-/// `faceForward`), each field or result into an array of its own.
-const BLOCKS: &[(&str, &str)] = &[
+/// the builtins WGSL defines by a formula (`smoothstep`, `reflect`, `refract`, `faceForward`),
+/// and the packing builtins, each field or result into an array of its own. Each is its name,
+/// the comment that opens it, its arrays (bindings from 1) and the body that runs for item `i`
+/// ([`whole_kernel`] writes the rest).
+const BLOCKS: &[(&str, &str, &str, &str)] = &[
     (
         "split_1",
-        "// frexp and modf on each f32 of x: their fields, the exponent converted (exactly).
-struct Tile {
-    start: u32,
-    count: u32,
-    first: u32,
-}
-
-@group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
-
-@compute @workgroup_size(64)
-fn split_1(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) {
-        return;
-    }
-    let f = frexp(x[i]);
+        "// frexp and modf on each f32 of x: their fields, the exponent converted (exactly).",
+        "@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;",
+        "    let f = frexp(x[i]);
     let m = modf(x[i]);
     y[i] = vec4<f32>(f.fract, f32(f.exp), m.fract, m.whole);
-}
 ",
     ),
     (
         "split_4",
-        "// frexp and modf on each vec4<f32> of x, each field into its own array.
-struct Tile {
-    start: u32,
-    count: u32,
-    first: u32,
-}
-
-@group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+        "// frexp and modf on each vec4<f32> of x, each field into its own array.",
+        "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> fract_f: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> exp_f: array<vec4<i32>>;
 @group(0) @binding(4) var<storage, read_write> fract_m: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> whole_m: array<vec4<f32>>;
-
-@compute @workgroup_size(64)
-fn split_4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) {
-        return;
-    }
-    let f = frexp(x[i]);
+@group(0) @binding(5) var<storage, read_write> whole_m: array<vec4<f32>>;",
+        "    let f = frexp(x[i]);
     fract_f[i] = f.fract;
     exp_f[i] = f.exp;
     let m = modf(x[i]);
     fract_m[i] = m.fract;
     whole_m[i] = m.whole;
-}
 ",
     ),
     (
         "formulas_4",
-        "// smoothstep, reflect, refract and faceForward on vec4<f32>, each into its own array.
-struct Tile {
-    start: u32,
-    count: u32,
-    first: u32,
-}
-
-@group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+        "// smoothstep, reflect, refract and faceForward on vec4<f32>, each into its own array.",
+        "@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> c: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> smoothed: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> reflected: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> refracted: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> facing: array<vec4<f32>>;
-
-@compute @workgroup_size(64)
-fn formulas_4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) {
-        return;
-    }
-    smoothed[i] = smoothstep(a[i], b[i], c[i]);
+@group(0) @binding(7) var<storage, read_write> facing: array<vec4<f32>>;",
+        "    smoothed[i] = smoothstep(a[i], b[i], c[i]);
     reflected[i] = reflect(a[i], b[i]);
     refracted[i] = refract(a[i], b[i], c[i].w);
     facing[i] = faceForward(a[i], b[i], c[i]);
-}
 ",
     ),
     (
         "pack_4",
-        "// The packing builtins and the packed dot products on each vec4<f32> of x and vec4<u32> of w.
-struct Tile {
-    start: u32,
-    count: u32,
-    first: u32,
-}
-
-@group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+        "// The packing builtins and the packed dot products on each vec4<f32> of x and vec4<u32> of w.",
+        "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> norms: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> ints: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> halves: array<vec4<u32>>;
-
-@compute @workgroup_size(64)
-fn pack_4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) {
-        return;
-    }
-    let v = x[i];
+@group(0) @binding(5) var<storage, read_write> halves: array<vec4<u32>>;",
+        "    let v = x[i];
     let u = w[i];
     let s = bitcast<vec4<i32>>(u);
     norms[i] = vec4<u32>(pack4x8snorm(v), pack4x8unorm(v), pack2x16snorm(v.xy), pack2x16unorm(v.zw));
     ints[i] = vec4<u32>(pack4xI8(s), pack4xU8(u), pack4xI8Clamp(s), pack4xU8Clamp(u));
     let dots = vec2<u32>(bitcast<u32>(dot4I8Packed(u.x, u.y)), dot4U8Packed(u.z, u.w));
     halves[i] = vec4<u32>(pack2x16float(v.xy), pack2x16float(v.zw), dots);
-}
 ",
     ),
     (
         "unpack_4",
-        "// The unpacking builtins on each vec4<u32> of w.
-struct Tile {
+        "// The unpacking builtins on each vec4<u32> of w.",
+        "@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> snorm8: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> unorm8: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> norm16: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> halves: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> bytes: array<vec4<u32>>;",
+        "    let u = w[i];
+    snorm8[i] = unpack4x8snorm(u.x);
+    unorm8[i] = unpack4x8unorm(u.y);
+    norm16[i] = vec4<f32>(unpack2x16snorm(u.z), unpack2x16unorm(u.w));
+    halves[i] = vec4<f32>(unpack2x16float(u.x), unpack2x16float(u.y));
+    bytes[i] = vec4<u32>(bitcast<u32>(unpack4xI8(u.z).x), bitcast<u32>(unpack4xI8(u.z).w), unpack4xU8(u.w).yz);
+",
+    ),
+];
+
+/// A kernel of the ABI: the tile header, `arrays`, and `body` for each item `i` of the tile.
+fn whole_kernel(block: &str, comment: &str, arrays: &str, body: &str) -> String {
+    let start = "let i = tile.first + gid.x;\n    if (i >= tile.count) {\n        return;\n    }";
+    format!(
+        "{comment}\n{HEADER}{arrays}\n\n@compute @workgroup_size(64)\nfn {block}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n    {start}\n{body}}}\n"
+    )
+}
+
+/// The tile header every kernel binds first.
+const HEADER: &str = "struct Tile {
     start: u32,
     count: u32,
     first: u32,
 }
 
 @group(0) @binding(0) var<uniform> tile: Tile;
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> snorm8: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> unorm8: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> norm16: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> halves: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> bytes: array<vec4<u32>>;
-
-@compute @workgroup_size(64)
-fn unpack_4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = tile.first + gid.x;
-    if (i >= tile.count) {
-        return;
-    }
-    let u = w[i];
-    snorm8[i] = unpack4x8snorm(u.x);
-    unorm8[i] = unpack4x8unorm(u.y);
-    norm16[i] = vec4<f32>(unpack2x16snorm(u.z), unpack2x16unorm(u.w));
-    halves[i] = vec4<f32>(unpack2x16float(u.x), unpack2x16float(u.y));
-    bytes[i] = vec4<u32>(bitcast<u32>(unpack4xI8(u.z).x), bitcast<u32>(unpack4xI8(u.z).w), unpack4xU8(u.w).yz);
-}
-",
-    ),
-];
+";
 
 /// Writes `text` to `path` unless it already holds it, so cargo does not rebuild for nothing.
 fn write_if_changed(path: &std::path::Path, text: &str) {
@@ -383,8 +328,8 @@ fn main() {
     generated.functions();
     generated.rates();
     generated.pairs();
-    for (block, text) in BLOCKS {
-        generated.kernel(block, text, None);
+    for (block, comment, arrays, body) in BLOCKS {
+        generated.kernel(block, &whole_kernel(block, comment, arrays, body), None);
     }
     write_if_changed(&out_dir.join("library_as_wgsl.rs"), &generated.as_wgsl);
     println!("cargo::rerun-if-changed=build.rs");
