@@ -140,7 +140,7 @@ impl Advertiser {
 
 /// A daemon found by browsing.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Found {
+pub struct FoundDaemon {
     /// Its service's full name, unique on the network.
     pub name: String,
     /// Its host name, without `.local.`.
@@ -153,7 +153,7 @@ pub struct Found {
     pub advert: Result<Advert, AdvertError>,
 }
 
-impl Found {
+impl FoundDaemon {
     /// `host:port`, as programs name daemons (and pins).
     pub fn addr(&self) -> String {
         format!("{}:{}", self.host, self.port)
@@ -164,9 +164,9 @@ impl Found {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// A daemon appeared.
-    Appeared(Found),
+    Appeared(FoundDaemon),
     /// A daemon's record changed (it stopped or started taking work, its addresses changed).
-    Updated(Found),
+    Updated(FoundDaemon),
     /// A daemon withdrew its advertisement (or stopped answering).
     Left(String),
 }
@@ -175,7 +175,7 @@ pub enum Change {
 pub struct Browser {
     mdns: ServiceDaemon,
     events: mdns_sd::Receiver<ServiceEvent>,
-    found: BTreeMap<String, Found>,
+    found: BTreeMap<String, FoundDaemon>,
     /// Services seen but not resolved yet (their SRV, TXT or address records still to come).
     unresolved: std::collections::BTreeSet<String>,
 }
@@ -208,7 +208,7 @@ impl Browser {
                     // IPv4 first: what a program connects to when it has the choice.
                     addrs.sort_by_key(|a| (a.is_ipv6(), *a));
                     let host = service.host.trim_end_matches('.').trim_end_matches(".local").to_owned();
-                    let found = Found { name: service.fullname.clone(), host, addrs, port: service.port, advert };
+                    let found = FoundDaemon { name: service.fullname.clone(), host, addrs, port: service.port, advert };
                     match self.found.insert(found.name.clone(), found.clone()) {
                         None => changes.push(Change::Appeared(found)),
                         Some(old) if old != found => changes.push(Change::Updated(found)),
@@ -232,7 +232,7 @@ impl Browser {
     }
 
     /// Every daemon known now.
-    pub fn found(&self) -> impl Iterator<Item = &Found> {
+    pub fn found(&self) -> impl Iterator<Item = &FoundDaemon> {
         self.found.values()
     }
 }

@@ -84,7 +84,7 @@ pub fn discover_with(options: Options) -> Inventory {
     let cuda = if options.cuda {
         unpanicked("cuda", || cuda_backend::discover(options.forms, options.whole_bytes))
     } else {
-        Found::default()
+        Discovered::default()
     };
     inventory.notes.extend(cuda.notes);
     let have_cuda = !cuda.devices.is_empty();
@@ -134,7 +134,7 @@ fn quiet_while_discovering() {
 /// One backend's discovery, which never takes the program down: a panic in a driver binding
 /// (cudarc reading what a driver wrote, a wgpu backend) leaves that backend out, with a note that
 /// says what and where in place of the panic's own message.
-fn unpanicked(backend: &str, discover: impl FnOnce() -> Found) -> Found {
+fn unpanicked(backend: &str, discover: impl FnOnce() -> Discovered) -> Discovered {
     quiet_while_discovering();
     DISCOVERING.with(|d| d.set(true));
     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(discover));
@@ -144,11 +144,11 @@ fn unpanicked(backend: &str, discover: impl FnOnce() -> Found) -> Found {
         Err(panic) => {
             let words = panic_words(&*panic).unwrap_or_else(|| "no words".to_owned());
             let place = PANICKED_AT.with(|p| p.borrow_mut().take()).map(|at| format!(" at {at}")).unwrap_or_default();
-            Found {
+            Discovered {
                 notes: vec![format!(
                     "{backend}: skipped: its driver binding panicked while finding devices ({words}{place}); the other devices are served"
                 )],
-                ..Found::default()
+                ..Discovered::default()
             }
         }
     }
@@ -161,7 +161,7 @@ pub(crate) fn panic_words(panic: &(dyn std::any::Any + Send)) -> Option<String> 
 
 /// Discovery's result for one backend.
 #[derive(Default)]
-pub(crate) struct Found {
+pub(crate) struct Discovered {
     pub(crate) devices: Vec<Box<dyn Backend>>,
     pub(crate) notes: Vec<String>,
     /// The GPUs it serves, so that another backend leaves them alone.

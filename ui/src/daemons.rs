@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use askama::Template;
-use xcd_discovery::Found;
+use xcd_discovery::FoundDaemon;
 
 use crate::chart::Chart;
 
@@ -66,7 +66,7 @@ impl DaemonsPage {
     /// The section for `found`, with the live figures in `live` (by advertisement name) where
     /// `reading`.
     pub fn of<'a>(
-        found: impl IntoIterator<Item = &'a Found>,
+        found: impl IntoIterator<Item = &'a FoundDaemon>,
         live: &BTreeMap<String, LiveView>,
         reading: bool,
     ) -> DaemonsPage {
@@ -123,8 +123,8 @@ mod tests {
 
     use super::*;
 
-    fn found(port: u16, pool: Option<&str>, accepting: bool) -> Found {
-        Found {
+    fn found(port: u16, pool: Option<&str>, accepting: bool) -> FoundDaemon {
+        FoundDaemon {
             name: format!("xcd box {port}._xcd._tcp.local."),
             host: "box".into(),
             addrs: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],

@@ -58,7 +58,7 @@ pub struct DeviceInfo {
 
 /// What discovery knows of one device, to name it ([`DeviceInfo::ids`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Found<'a> {
+pub struct Naming<'a> {
     /// The API it is driven through.
     pub backend: BackendKind,
     /// The adapter's own name.
@@ -79,7 +79,7 @@ impl DeviceInfo {
     /// server are told apart and each keeps its id across restarts (its slot does not move).
     /// Devices that would still share an id (no PCI address told) get ` #1`, ` #2`, … in the
     /// order found.
-    pub fn ids(found: &[Found<'_>]) -> Vec<String> {
+    pub fn ids(found: &[Naming<'_>]) -> Vec<String> {
         let base: Vec<String> = found
             .iter()
             .map(|f| match f.pci_bus.and_then(pci_address) {
@@ -117,14 +117,15 @@ pub fn pci_address(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn found<'a>(backend: BackendKind, name: &'a str, pci_bus: Option<&'a str>) -> Found<'a> {
-        Found { backend, name, pci_bus }
+    fn found<'a>(backend: BackendKind, name: &'a str, pci_bus: Option<&'a str>) -> Naming<'a> {
+        Naming { backend, name, pci_bus }
     }
 
     #[test]
     fn identical_gpus_are_named_apart_by_their_pci_address() {
         let buses = ["0000:1B:00.0", "0000:43:00.0", "00000000:52:00.0", "0000:61:00.0"];
-        let node: Vec<Found<'_>> = buses.iter().map(|bus| found(BackendKind::Cuda, "NVIDIA H200", Some(bus))).collect();
+        let node: Vec<Naming<'_>> =
+            buses.iter().map(|bus| found(BackendKind::Cuda, "NVIDIA H200", Some(bus))).collect();
         let ids = DeviceInfo::ids(&node);
         assert_eq!(
             ids,

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xcd_discovery::Found;
+use xcd_discovery::FoundDaemon;
 use xcd_runtime::home::Home;
 use xcd_runtime::remote::reader::Reader;
 use xcd_ui::LiveView;
@@ -116,7 +116,7 @@ impl Figures {
 
 /// Reads the daemons in `found` every [`EVERY`], forever; calls `changed` after each round.
 pub(crate) async fn read(
-    found: Arc<Mutex<BTreeMap<String, Found>>>,
+    found: Arc<Mutex<BTreeMap<String, FoundDaemon>>>,
     figures: Figures,
     secret: String,
     home: Home,
@@ -126,7 +126,7 @@ pub(crate) async fn read(
     let mut tick = tokio::time::interval(EVERY);
     loop {
         tick.tick().await;
-        let daemons: Vec<Found> = found.lock().values().cloned().collect();
+        let daemons: Vec<FoundDaemon> = found.lock().values().cloned().collect();
         readers.retain(|name, _| daemons.iter().any(|d| &d.name == name));
         figures.0.lock().retain(|name, _| daemons.iter().any(|d| &d.name == name));
         if daemons.is_empty() {

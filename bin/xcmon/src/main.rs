@@ -25,7 +25,7 @@ use axum::routing::get;
 use clap::Parser;
 use futures_util::Stream;
 use tokio::sync::broadcast;
-use xcd_discovery::{Browser, Change, Found, Scope};
+use xcd_discovery::{Browser, Change, FoundDaemon, Scope};
 use xcd_monitor::{IntakeLimits, Store};
 use xcd_ui::{DaemonsPage, MonitorPage, RunPage, RunsPage};
 
@@ -61,7 +61,7 @@ struct Cli {
 #[derive(Clone)]
 struct App {
     store: Store,
-    daemons: Arc<Mutex<BTreeMap<String, Found>>>,
+    daemons: Arc<Mutex<BTreeMap<String, FoundDaemon>>>,
     /// What xcmon read from the daemons themselves, where it has their secret.
     figures: Option<live::Figures>,
     /// Tells the pages a section changed: `daemons` or `runs`.

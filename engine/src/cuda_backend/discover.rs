@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUresult};
 use cudarc::driver::{CudaContext, DriverError, result};
-use xcd_wire::device::Found as Naming;
+use xcd_wire::device::Naming;
 use xcd_wire::{BackendKind, DeviceInfo};
 
 /// Every driver entry point the CUDA backend calls, itself or through cudarc. cudarc looks each

@@ -49,7 +49,7 @@ pub use recover::{MOST_ABANDONED, REOPEN_GIVE_UP, REOPEN_WAIT};
 pub use run::{PtxArg, THREADS, ptx_args};
 
 use crate::forms::{FormPolicy, Source};
-use crate::{Backend, EngineError, Found, Served, TileJob, TileOutput};
+use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
 
 /// The PTX a CUDA device loads for a block under `policy`: written by xcd-forms from the
 /// block's WGSL (or SPIR-V), or the block's own PTX when trusted; its entry's parameters are
@@ -69,9 +69,9 @@ pub fn ptx_form(device: &str, desc: &BlockDesc, policy: FormPolicy) -> Result<St
 }
 
 /// Finds CUDA devices, or says why there are none.
-pub(crate) fn discover(policy: FormPolicy, whole_bytes: u64) -> Found {
+pub(crate) fn discover(policy: FormPolicy, whole_bytes: u64) -> Discovered {
     let (gpus, notes) = discover::gpus();
-    let mut found = Found { notes, ..Found::default() };
+    let mut found = Discovered { notes, ..Discovered::default() };
     // Opening a device makes its context current on this thread: the caller's is put back.
     let _keep = (!gpus.is_empty()).then(context::KeepCurrent::new);
     for (gpu, id) in gpus {

@@ -34,7 +34,7 @@ use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, WORKGROUP_
 use crate::forms::{FormPolicy, Source};
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
 use crate::whole::WholeCache;
-use crate::{Backend, EngineError, Found, Served, TileJob, TileOutput};
+use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
 const SLOT_BYTES: u64 = 256;
@@ -44,8 +44,8 @@ mod dispatch;
 pub use buffers::TILE_BUFFERS_KEPT;
 
 /// Finds wgpu adapters, leaving to CUDA the NVIDIA GPUs it serves (`cuda`).
-pub(crate) fn discover(cuda: &[Served], policy: FormPolicy, whole_bytes: u64) -> Found {
-    let mut found = Found::default();
+pub(crate) fn discover(cuda: &[Served], policy: FormPolicy, whole_bytes: u64) -> Discovered {
+    let mut found = Discovered::default();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::PRIMARY,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
@@ -61,9 +61,9 @@ pub(crate) fn discover(cuda: &[Served], policy: FormPolicy, whole_bytes: u64) ->
             backend_kind(info.backend).map(|backend| (adapter, info, backend))
         })
         .collect();
-    let names: Vec<xcd_wire::device::Found<'_>> = adapters
+    let names: Vec<xcd_wire::device::Naming<'_>> = adapters
         .iter()
-        .map(|(_, info, backend)| xcd_wire::device::Found {
+        .map(|(_, info, backend)| xcd_wire::device::Naming {
             backend: *backend,
             name: &info.name,
             pci_bus: Some(info.device_pci_bus_id.as_str()),

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use xcd_discovery::{Browser, Change, Found, Scope};
+use xcd_discovery::{Browser, Change, FoundDaemon, Scope};
 use xcd_wire::{Layout, VERSION};
 
 /// The longest a program browses before its first run.
@@ -23,7 +23,7 @@ pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(3);
 pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 
 /// The address to connect to, or why a found daemon is not for this program.
-pub(crate) fn judge(found: &Found, pool: Option<&str>) -> Result<SocketAddr, String> {
+pub(crate) fn judge(found: &FoundDaemon, pool: Option<&str>) -> Result<SocketAddr, String> {
     let advert = found.advert.as_ref().map_err(|e| format!("not an xcd advertisement ({e})"))?;
     if advert.pool.as_deref() != pool {
         return Err(match (&advert.pool, pool) {
@@ -145,8 +145,8 @@ mod tests {
 
     use super::*;
 
-    fn found(pool: Option<&str>, version: &str, accepting: bool) -> Found {
-        Found {
+    fn found(pool: Option<&str>, version: &str, accepting: bool) -> FoundDaemon {
+        FoundDaemon {
             name: "xcd gpu-box 7227._xcd._tcp.local.".into(),
             host: "gpu-box".into(),
             addrs: vec![IpAddr::V4(Ipv4Addr::new(169, 254, 7, 1))],
@@ -168,7 +168,7 @@ mod tests {
         let ok = judge(&found(Some("render"), VERSION, true), Some("render"));
         assert_eq!(ok, Ok("169.254.7.1:7227".parse().expect("address")));
         assert_eq!(judge(&found(None, VERSION, true), None).map(|a| a.port()), Ok(7227));
-        let why = |f: Found, pool| judge(&f, pool).expect_err("skipped");
+        let why = |f: FoundDaemon, pool| judge(&f, pool).expect_err("skipped");
         assert_eq!(why(found(Some("other"), VERSION, true), Some("render")), "in pool other, not render");
         assert!(why(found(Some("other"), VERSION, true), None).contains("set XC_PAR_POOL=other"));
         assert_eq!(why(found(None, VERSION, true), Some("render")), "in no pool, not render");
