@@ -72,7 +72,7 @@ impl Admission {
     /// oldest of all is. A new connection is always taken: the newest is the likeliest to be a
     /// client about to show the secret.
     pub(crate) fn admit(self: &Arc<Self>, client: IpAddr, exempt: bool) -> Arc<Conn> {
-        let key = (!exempt).then(|| crate::limit::key(client));
+        let key = (!exempt).then(|| crate::wrong_secrets::key(client));
         let mut unproven = self.unproven.lock();
         let full_address = key.filter(|k| unproven.per_address.get(k).is_some_and(|n| *n >= self.per_address));
         let oldest = match full_address {

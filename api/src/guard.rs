@@ -17,9 +17,9 @@ use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
 
 use crate::activity::Peer;
 use crate::admission::Conn;
-use crate::limit::retry_after;
 use crate::problem::ApiError;
 use crate::state::AppState;
+use crate::wrong_secrets::retry_after;
 
 /// Middleware: refuses a request whose secret, version or layout does not match.
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {

@@ -93,7 +93,7 @@ impl Budget {
 
     /// The address `peer` is counted under (in-process requests all count as one).
     fn key(peer: Peer) -> IpAddr {
-        peer.client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), crate::limit::key)
+        peer.client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), crate::wrong_secrets::key)
     }
 
     fn client(&self, key: IpAddr) -> Arc<Semaphore> {

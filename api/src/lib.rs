@@ -21,7 +21,7 @@
 //! - [`page`]: the daemon's own page at `/` and the form that asks for its secret;
 //! - [`proxy`]: who sent a request, believing `X-Forwarded-For` only from trusted proxies;
 //! - [`admission`]: connection slots, unproven (no secret shown yet) and proven, budgeted apart.
-//! - [`limit`]: wrong secrets counted per address (IPv6 by /64) and in total; an address that
+//! - [`wrong_secrets`]: wrong secrets counted per address (IPv6 by /64) and in total; an address that
 //!   sent too many is held back for a while.
 #![forbid(unsafe_code)]
 
@@ -29,7 +29,6 @@ pub mod activity;
 pub mod admission;
 pub mod guard;
 pub mod held;
-pub mod limit;
 pub mod metrics;
 pub mod nimby;
 pub mod open;
@@ -40,6 +39,7 @@ pub mod routes;
 pub mod serve;
 pub mod state;
 pub mod tls;
+pub mod wrong_secrets;
 
 pub use activity::Peer;
 pub use nimby::Nimby;

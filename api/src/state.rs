@@ -152,7 +152,7 @@ impl Default for Limits {
             body: Duration::from_secs(60),
             upload_bytes: 1 << 30,
             tile_bytes: 1 << 30,
-            secret_failures: crate::limit::FREE_FAILURES,
+            secret_failures: crate::wrong_secrets::FREE_FAILURES,
         }
     }
 }
@@ -245,7 +245,7 @@ pub(crate) struct Inner {
     pub(crate) streams: AtomicU64,
     pub(crate) metrics: Metrics,
     pub(crate) activity: Activity,
-    pub(crate) failed_secrets: crate::limit::FailedSecrets,
+    pub(crate) failed_secrets: crate::wrong_secrets::FailedSecrets,
     /// Upload bytes being received (`Limits::upload_bytes`).
     pub(crate) uploads: Arc<crate::held::Budget>,
     /// Tile data held (`Limits::tile_bytes`).
@@ -283,7 +283,7 @@ pub struct AppState(pub(crate) Arc<Inner>);
 impl AppState {
     /// State for a daemon serving `devices` with `config`.
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
-        let failed_secrets = crate::limit::FailedSecrets::new(config.limits.secret_failures);
+        let failed_secrets = crate::wrong_secrets::FailedSecrets::new(config.limits.secret_failures);
         let uploads = crate::held::Budget::new(config.limits.upload_bytes);
         let tile_data = crate::held::Budget::new(config.limits.tile_bytes);
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
