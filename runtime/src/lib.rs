@@ -13,8 +13,10 @@
 //! - [`args`]: [`Args`], a run's parameters and arrays;
 //! - [`worker`]: the `Worker` trait, [`worker::WorkerId`], and the CPU, GPU and remote workers;
 //! - [`roster`]: which workers exist: start-up, daemons joining and leaving, retries;
-//! - [`schedule`]: tiles sized to each worker's rate, carved from the program's arrays;
-//! - [`placement`]: which kinds of worker run a block, measured once and remembered;
+//! - [`schedule`]: a run as one value (`Run`), and tiles sized to each worker's rate, carved
+//!   from the program's arrays;
+//! - [`placement`]: which kinds of worker run a block, measured once and remembered: the run's
+//!   policy, as methods of `Run`;
 //! - [`remote`]: the daemon client, for daemons in `XC_PAR_REMOTE` or found by mDNS, pinned;
 //! - [`home`]: the settings file under `XCC_HOME` (pins, placements), the `xcd-home` crate;
 //! - [`settings`]: [`Settings`] from the environment;
@@ -42,8 +44,6 @@ mod timeline;
 mod trace;
 pub mod worker;
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::time::Instant;
 
 pub use args::Args;
@@ -52,13 +52,11 @@ pub use report::RunReport;
 pub use schedule::{RunOptions, WorkerStats};
 pub use settings::{ParMode, Settings, WorkerChoice};
 
-use xcd_engine::WholeArray;
 use xcd_wire::DescError;
 
-use crate::args::ArrayArg;
-use crate::placement::{Choice, Kinds};
+use crate::placement::Placements;
 use crate::roster::Roster;
-use crate::schedule::{ItemsDone, Work};
+use crate::schedule::{Run, Work};
 use crate::worker::{RunCtx, Worker};
 
 /// Includes the blocks `xcd-build` made in this crate's `build.rs`: one module per WGSL file,
@@ -105,9 +103,8 @@ pub struct Par {
     settings: Settings,
     /// The workers that may run tiles; daemons of a pool join and leave between runs.
     roster: Roster,
-    home: home::Home,
-    /// Placements read or measured so far, by settings key.
-    placements: Mutex<HashMap<String, Kinds>>,
+    /// Placements read or measured so far, over the settings file.
+    placements: Placements,
     /// Sends each run's record to `XC_PAR_TRACE`'s monitor.
     tracer: Option<trace::Tracer>,
 }
@@ -143,7 +140,8 @@ impl Par {
             }
             None => None,
         };
-        Ok(Par { settings, roster, home, placements: Mutex::default(), tracer })
+        let placements = Placements::new(home, settings.measures());
+        Ok(Par { settings, roster, placements, tracer })
     }
 
     /// The names of the workers that may run tiles.
@@ -172,25 +170,9 @@ impl Par {
         args.check(&block.desc, n)?;
         let started = Instant::now();
         let wall = std::time::SystemTime::now();
-        let whole = args
-            .arrays
-            .iter()
-            .filter_map(|a| match a {
-                ArrayArg::Whole(d) => Some(WholeArray::new(d.clone())),
-                _ => None,
-            })
-            .collect();
-        let ctx = RunCtx {
-            block: block.clone(),
-            id: block.desc.id(),
-            items: n,
-            params: args.params.iter().map(|&(_, word)| word).collect(),
-            whole,
-            timeline: timeline::Timeline::default(),
-        };
         let current = self.roster.current(&self.settings);
         let workers: Vec<&dyn Worker> = current.iter().map(|w| &**w as &dyn Worker).collect();
-        let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
+        let mut run = Run::new(RunCtx::new(block, n, &args), workers, options);
         let mut report = RunReport {
             block: block.desc.name.clone(),
             source: format!("{}:{}", caller.file(), caller.line()),
@@ -199,22 +181,14 @@ impl Par {
             workers: Vec::new(),
             placement: None,
         };
-        let work = Work::new(args.arrays, n);
         if n > 0 {
-            let (left, choice) = self.schedule(&workers, &mut stats, &ctx, work, options);
+            let (left, choice) = run.place(&self.placements, Work::new(args.arrays, n));
             report.placement = choice;
             if !left.is_empty() {
-                let reasons = stats
-                    .iter()
-                    .filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name)))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return Err(RunError::Failed { block: block.desc.name.clone(), reasons });
+                return Err(RunError::Failed { block: block.desc.name.clone(), reasons: run.failures() });
             }
         }
-        for (stat, worker) in stats.iter_mut().zip(&workers) {
-            stat.note = worker.note();
-        }
+        let (ctx, stats) = run.finish();
         report.workers = stats;
         report.elapsed = started.elapsed();
         if self.settings.report {
@@ -226,92 +200,5 @@ impl Par {
             tracer.send(&report, wall, &ctx.timeline);
         }
         Ok(report)
-    }
-
-    /// Chooses the run's workers (measuring or remembering a placement where `XC_PAR=auto` leaves
-    /// a choice) and runs `work` on them; whatever they leave when they fail runs on every other
-    /// worker. Returns what is left (only when every worker failed) and how the choice was made.
-    fn schedule<'a>(
-        &self,
-        workers: &[&dyn Worker],
-        stats: &mut [WorkerStats],
-        ctx: &RunCtx,
-        mut work: Work<'a>,
-        options: &RunOptions<'_>,
-    ) -> (Work<'a>, Option<Choice>) {
-        let done = ItemsDone::new(0);
-        let mut prepared = vec![false; workers.len()];
-        let mut prepare = |stats: &mut [WorkerStats], members: &[usize]| {
-            let todo: Vec<usize> = members.iter().copied().filter(|&i| !prepared[i]).collect();
-            schedule::with_members(workers, stats, &todo, |chosen, taken| schedule::prepare(chosen, taken, ctx));
-            for i in todo {
-                prepared[i] = true;
-            }
-        };
-        let kinds_of =
-            |members: &[usize]| members.iter().fold(Kinds::default(), |k, &i| k.union(Kinds::of(workers[i].id().kind)));
-        let members_of = |stats: &[WorkerStats], kinds: Kinds| -> Vec<usize> {
-            (0..workers.len())
-                .filter(|&i| stats[i].failure.is_none() && kinds.contains(Kinds::of(workers[i].id().kind)))
-                .collect()
-        };
-        let all: Vec<usize> = (0..workers.len()).collect();
-        let mut choice = None;
-        let mut members = all.clone();
-        if self.settings.measures() && kinds_of(&all).len() > 1 {
-            let key = placement::key(&ctx.block.desc.name, &ctx.id, ctx.items);
-            let present = kinds_of(&all);
-            match self.remembered(&key) {
-                Some(kinds) if !kinds.intersection(present).is_empty() => {
-                    let using = kinds.intersection(present);
-                    let missing = kinds.without(present);
-                    members = members_of(stats, using);
-                    choice = Some(Choice::Remembered { key, kinds, missing });
-                }
-                _ => {
-                    prepare(stats, &all);
-                    let measured = placement::measure(workers, stats, ctx, &mut work, options, &done);
-                    let kept = match (measured.best, measured.too_short) {
-                        _ if measured.broken => Err("a worker failed while measuring".to_owned()),
-                        (_, Some(secs)) => Err(format!(
-                            "the run, about {secs:.2} s, is too short to measure sets of kinds; every kind ran it"
-                        )),
-                        (None, None) => Err("nothing could be measured".to_owned()),
-                        (Some(best), None) => self.remember(&key, best),
-                    };
-                    if let Some(best) = measured.best {
-                        members = members_of(stats, best);
-                    }
-                    choice = Some(Choice::Measured { key, measured, kept });
-                }
-            }
-        }
-        prepare(stats, &members);
-        work = placement::run_members(workers, stats, &members, ctx, work, options, &done);
-        if !work.is_empty() {
-            // The chosen workers failed: the rest of the run goes to every other worker.
-            prepare(stats, &all);
-            let live = members_of(stats, Kinds::ALL);
-            work = placement::run_members(workers, stats, &live, ctx, work, options, &done);
-        }
-        (work, choice)
-    }
-
-    /// The remembered placement under `key`, if any.
-    fn remembered(&self, key: &str) -> Option<Kinds> {
-        let mut cache = self.placements.lock();
-        if let Some(kinds) = cache.get(key) {
-            return Some(*kinds);
-        }
-        let kinds = self.home.get(key).ok().flatten().and_then(|v| Kinds::parse(&v))?;
-        cache.insert(key.to_owned(), kinds);
-        Some(kinds)
-    }
-
-    /// Keeps a measured placement; says where, or why not.
-    fn remember(&self, key: &str, kinds: Kinds) -> Result<String, String> {
-        self.placements.lock().insert(key.to_owned(), kinds);
-        self.home.set(key, Some(&kinds.to_string())).map_err(|e| e.to_string())?;
-        Ok(self.home.path().display().to_string())
     }
 }

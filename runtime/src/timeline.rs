@@ -17,7 +17,7 @@ pub(crate) const KEPT: usize = 4096;
 /// One tile, or adjacent tiles of one lane merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Span {
-    /// Index into [`Timeline::names`].
+    /// Index into the timeline's worker names (`Timeline::spans` gives them).
     pub(crate) worker: usize,
     /// Which of the worker's lanes.
     pub(crate) lane: usize,

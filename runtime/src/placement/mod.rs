@@ -17,9 +17,10 @@
 //! sets' pieces (under about a quarter of a second) measures no sets: every kind runs the rest,
 //! the report says so, and nothing is kept.
 //!
-//! Owns the candidates, the measuring rounds and the settings key
-//! (`placement.<block>.<id>.<log2 n>`); the sets of kinds are [`Kinds`] (`kinds`). Cutting pieces into tiles is [`crate::schedule`]'s
-//! business; this module must not read or write the settings file except through
+//! Owns the candidates, the measuring rounds (`Run::measure`) and the settings key
+//! (`placement.<block>.<id>.<log2 n>`); the sets of kinds are [`Kinds`] (`kinds`); the policy
+//! that remembers, measures and falls back is `Run::place` with `Placements` (`policy`).
+//! Cutting pieces into tiles is [`crate::schedule`]'s business; this module must not read or write the settings file except through
 //! [`crate::home::Home`].
 
 use std::time::{Duration, Instant};
@@ -27,11 +28,12 @@ use std::time::{Duration, Instant};
 use xcd_wire::BlockId;
 
 mod kinds;
+mod policy;
 
 pub use kinds::Kinds;
+pub(crate) use policy::Placements;
 
-use crate::schedule::{self, ItemsDone, MIN_TILE, RunOptions, Work, WorkerStats};
-use crate::worker::{RunCtx, Worker};
+use crate::schedule::{MIN_TILE, Run, Work};
 
 /// The shortest time a candidate's piece should take to count as a measurement.
 const SLICE_MIN: Duration = Duration::from_millis(12);
@@ -112,21 +114,6 @@ impl Candidate {
     }
 }
 
-/// Runs `work` on the workers at `members` alone; returns what is left (only when they all failed).
-pub(crate) fn run_members<'a>(
-    workers: &[&dyn Worker],
-    stats: &mut [WorkerStats],
-    members: &[usize],
-    ctx: &RunCtx,
-    work: Work<'a>,
-    options: &RunOptions<'_>,
-    done: &ItemsDone,
-) -> Work<'a> {
-    schedule::with_members(workers, stats, members, |chosen, taken| {
-        schedule::run(chosen, taken, ctx, work, options, done)
-    })
-}
-
 /// A well-mixed 64-bit value from `x` (splitmix64's finaliser): where a tooth goes.
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -164,14 +151,9 @@ enum Piece {
 }
 
 /// The state of one measuring run: what every piece needs.
-struct Measuring<'m, 'w, 'a> {
-    workers: &'m [&'w dyn Worker],
-    stats: &'m mut [WorkerStats],
-    ctx: &'m RunCtx,
+struct Measuring<'m, 'r, 'a> {
+    run: &'m mut Run<'r>,
     work: &'m mut Work<'a>,
-    options: &'m RunOptions<'m>,
-    done: &'m ItemsDone,
-    elem: Vec<u32>,
     /// Picks where the combs' teeth go.
     seed: u64,
     /// Items computed while measuring.
@@ -196,7 +178,7 @@ impl Measuring<'_, '_, '_> {
     /// `slice`, the most promising first, then those far behind the best dropped ([`KEEP`]);
     /// until one is left, the run is done, or the time spent passes [`BUDGET`] of the run's.
     fn rounds(&mut self, candidates: &mut [Candidate], slice: Duration, best_guess: f64, started: Instant) {
-        let n = f64::from(self.ctx.items);
+        let n = f64::from(self.run.ctx().items);
         let estimate = |candidates: &[Candidate]| {
             let best = best_rate(candidates);
             n / if best > 0.0 { best } else { best_guess.max(f64::MIN_POSITIVE) }
@@ -231,14 +213,13 @@ impl Measuring<'_, '_, '_> {
 
     /// Runs one comb on `candidates[c]` alone and records it if it counts.
     fn piece(&mut self, candidates: &mut [Candidate], c: usize, slice: Duration, calibrating: bool) -> Piece {
-        let piece = comb(self.work, self.ctx.items, candidates[c].size, self.seed, &self.elem);
+        let piece = comb(self.work, self.run.ctx().items, candidates[c].size, self.seed, self.run.elem());
         if piece.is_empty() {
             return Piece::Finished;
         }
         let items = piece.items();
         let t0 = Instant::now();
-        let left =
-            run_members(self.workers, self.stats, &candidates[c].members, self.ctx, piece, self.options, self.done);
+        let left = self.run.run_on(&candidates[c].members, piece);
         let secs = t0.elapsed().as_secs_f64().max(1e-6);
         let ran = items - left.items();
         self.items += ran;
@@ -246,7 +227,7 @@ impl Measuring<'_, '_, '_> {
         self.work.absorb(left);
         // A failed worker spoils the figures of every candidate it belongs to.
         for candidate in candidates.iter_mut() {
-            if candidate.members.iter().any(|&i| self.stats[i].failure.is_some()) {
+            if candidate.members.iter().any(|&i| self.run.stats()[i].failure.is_some()) {
                 candidate.broken = true;
             }
         }
@@ -299,65 +280,105 @@ fn best_rate(candidates: &[Candidate]) -> f64 {
     candidates.iter().filter(|c| c.in_play()).filter_map(Candidate::rate).fold(0.0, f64::max)
 }
 
-/// Measures the candidates on pieces of `work` (which shrinks by what they computed) and returns
-/// which was fastest. Workers with a failure recorded sit out.
-///
-/// Round 0 calibrates each kind alone. From round 1 every candidate still in play is measured on
-/// pieces of the same duration (a set of several kinds only when it could beat the best single
-/// kind by [`WORTH`] even if its members added up perfectly); each round drops the candidates
-/// under `KEEP[round]` of the best, until one is left or the budget is spent, the most promising
-/// measured first.
-pub(crate) fn measure(
-    workers: &[&dyn Worker],
-    stats: &mut [WorkerStats],
-    ctx: &RunCtx,
-    work: &mut Work<'_>,
-    options: &RunOptions<'_>,
-    done: &ItemsDone,
-) -> Measured {
-    let (present, mut candidates) = candidates(workers, stats);
-    let started = Instant::now();
-    if present.len() < 2 {
-        let rates = candidates.iter().map(|c| (c.kinds, None)).collect();
-        return Measured {
-            best: None,
-            rates,
-            calibrated: Vec::new(),
-            too_short: None,
-            broken: false,
-            seconds: 0.0,
-            items: 0,
+impl Run<'_> {
+    /// Measures the candidates on pieces of `work` (which shrinks by what they computed) and returns
+    /// which was fastest. Workers with a failure recorded sit out.
+    ///
+    /// Round 0 calibrates each kind alone. From round 1 every candidate still in play is measured on
+    /// pieces of the same duration (a set of several kinds only when it could beat the best single
+    /// kind by [`WORTH`] even if its members added up perfectly); each round drops the candidates
+    /// under `KEEP[round]` of the best, until one is left or the budget is spent, the most promising
+    /// measured first.
+    pub(crate) fn measure(&mut self, work: &mut Work<'_>) -> Measured {
+        let (present, mut candidates) = self.candidates();
+        let started = Instant::now();
+        if present.len() < 2 {
+            let rates = candidates.iter().map(|c| (c.kinds, None)).collect();
+            return Measured {
+                best: None,
+                rates,
+                calibrated: Vec::new(),
+                too_short: None,
+                broken: false,
+                seconds: 0.0,
+                items: 0,
+            };
+        }
+        let n = f64::from(self.ctx().items);
+        let seed = u64::from_le_bytes(self.ctx().id.0[..8].try_into().unwrap_or_default());
+        self.ctx().timeline.measuring(true);
+        let mut m = Measuring { run: self, work, seed, items: 0 };
+        let best_guess = m.calibrate(&mut candidates);
+        // From here on, pieces are sized to the run: long enough to time well, short enough to
+        // stay cheap; and only what could win is measured.
+        let slice = if best_guess > 0.0 {
+            Duration::from_secs_f64(n / best_guess * SLICE_SHARE).clamp(SLICE_MIN, SLICE_MAX)
+        } else {
+            SLICE_MIN
         };
+        // A run whose measuring budget cannot hold two sets' pieces is decided without measuring
+        // sets: every kind present runs the rest, as a run without placement would.
+        // One that ended while calibrating was shorter still.
+        let estimate = n / best_guess;
+        let too_short = if m.work.is_empty() {
+            Some(started.elapsed().as_secs_f64())
+        } else {
+            (best_guess > 0.0 && BUDGET * estimate < 2.0 * SLICE_MIN.as_secs_f64()).then_some(estimate)
+        };
+        if too_short.is_none() {
+            size_to_the_run(&mut candidates, best_guess, slice);
+            m.rounds(&mut candidates, slice, best_guess, started);
+        }
+        m.run.ctx().timeline.measuring(false);
+        let best = if too_short.is_some() { Some(present) } else { fastest(&candidates) };
+        Measured {
+            best,
+            too_short,
+            rates: candidates.iter().map(|c| (c.kinds, c.rate())).collect(),
+            calibrated: candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect(),
+            broken: candidates.iter().any(|c| c.broken),
+            seconds: started.elapsed().as_secs_f64(),
+            items: m.items,
+        }
     }
-    let elem = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
-    let seed = u64::from_le_bytes(ctx.id.0[..8].try_into().unwrap_or_default());
-    let mut m = Measuring { workers, stats, ctx, work, options, done, elem, seed, items: 0 };
-    ctx.timeline.measuring(true);
-    let best_guess = m.calibrate(&mut candidates);
-    // From here on, pieces are sized to the run: long enough to time well, short enough to stay
-    // cheap; and only what could win is measured.
-    let n = f64::from(ctx.items);
-    let slice = if best_guess > 0.0 {
-        Duration::from_secs_f64(n / best_guess * SLICE_SHARE).clamp(SLICE_MIN, SLICE_MAX)
-    } else {
-        SLICE_MIN
-    };
-    // A run whose measuring budget cannot hold two sets' pieces is decided without measuring
-    // sets: every kind present runs the rest, as a run without placement would.
-    // One that ended while calibrating was shorter still.
-    let estimate = n / best_guess;
-    let too_short = if m.work.is_empty() {
-        Some(started.elapsed().as_secs_f64())
-    } else {
-        (best_guess > 0.0 && BUDGET * estimate < 2.0 * SLICE_MIN.as_secs_f64()).then_some(estimate)
-    };
-    if too_short.is_none() {
-        size_to_the_run(&mut candidates, best_guess, slice);
-        m.rounds(&mut candidates, slice, best_guess, started);
+
+    /// The kinds of worker present (with no failure) and a candidate for each set of them.
+    fn candidates(&self) -> (Kinds, Vec<Candidate>) {
+        let (workers, stats) = (self.workers(), self.stats());
+        let live = |i: usize| stats[i].failure.is_none();
+        let present = (0..workers.len())
+            .filter(|&i| live(i))
+            .fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].id().kind)));
+        let candidates = present
+            .subsets()
+            .into_iter()
+            .map(|kinds| {
+                let members: Vec<usize> = (0..workers.len())
+                    .filter(|&i| live(i) && kinds.contains(Kinds::of(workers[i].id().kind)))
+                    .collect();
+                let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
+                let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
+                Candidate {
+                    kinds,
+                    members,
+                    size,
+                    items: 0,
+                    secs: 0.0,
+                    dropped: false,
+                    broken: false,
+                    warm: false,
+                    guess: None,
+                    last_rate: None,
+                }
+            })
+            .collect();
+        (present, candidates)
     }
-    ctx.timeline.measuring(false);
-    // The fastest measured; where the run ended before any was, the fastest calibrated.
-    let fastest = |rate: fn(&Candidate) -> Option<f64>| {
+}
+
+/// The fastest candidate measured; where the run ended before any was, the fastest calibrated.
+fn fastest(candidates: &[Candidate]) -> Option<Kinds> {
+    let by = |rate: fn(&Candidate) -> Option<f64>| {
         candidates
             .iter()
             .filter(|c| !c.broken)
@@ -365,47 +386,7 @@ pub(crate) fn measure(
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(k, _)| k)
     };
-    let best =
-        if too_short.is_some() { Some(present) } else { fastest(Candidate::rate).or_else(|| fastest(|c| c.guess)) };
-    Measured {
-        best,
-        too_short,
-        rates: candidates.iter().map(|c| (c.kinds, c.rate())).collect(),
-        calibrated: candidates.iter().filter_map(|c| c.guess.map(|g| (c.kinds, g))).collect(),
-        broken: candidates.iter().any(|c| c.broken),
-        seconds: started.elapsed().as_secs_f64(),
-        items: m.items,
-    }
-}
-
-/// The kinds of worker present (with no failure) and a candidate for each set of them.
-fn candidates(workers: &[&dyn Worker], stats: &[WorkerStats]) -> (Kinds, Vec<Candidate>) {
-    let live = |i: usize| stats[i].failure.is_none();
-    let present =
-        (0..workers.len()).filter(|&i| live(i)).fold(Kinds::default(), |k, i| k.union(Kinds::of(workers[i].id().kind)));
-    let candidates = present
-        .subsets()
-        .into_iter()
-        .map(|kinds| {
-            let members: Vec<usize> =
-                (0..workers.len()).filter(|&i| live(i) && kinds.contains(Kinds::of(workers[i].id().kind))).collect();
-            let lanes: usize = members.iter().map(|&i| workers[i].lanes().max(1)).sum();
-            let size = (TEETH * MIN_TILE).saturating_mul(u32::try_from(lanes).unwrap_or(u32::MAX));
-            Candidate {
-                kinds,
-                members,
-                size,
-                items: 0,
-                secs: 0.0,
-                dropped: false,
-                broken: false,
-                warm: false,
-                guess: None,
-                last_rate: None,
-            }
-        })
-        .collect();
-    (present, candidates)
+    by(Candidate::rate).or_else(|| by(|c| c.guess))
 }
 
 /// Sizes each candidate's pieces to `slice` at what its kinds' calibrated rates add up to, and

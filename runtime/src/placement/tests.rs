@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::args::ArrayArg;
+use crate::schedule::{RunOptions, WorkerStats};
 use crate::testing::{cpu, ctx, expected};
-use crate::worker::{CpuWorker, TileSlices, WorkerError, WorkerId};
+use crate::worker::{CpuWorker, RunCtx, TileSlices, Worker, WorkerError, WorkerId};
 
 /// A device by rate (items of unit cost per second); items toward the end of the run cost
 /// up to ten times more. Under contention, devices running at once share one machine.
@@ -56,17 +57,18 @@ fn first_run(workers: &[&dyn Worker], n: u32) -> (Measured, Vec<WorkerStats>) {
     let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
     let mut ctx = ctx();
     ctx.items = n;
-    let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::of(*w)).collect();
-    let (options, done) = (RunOptions::default(), ItemsDone::new(0));
+    let options = RunOptions::default();
+    let mut run = Run::new(ctx, workers.to_vec(), &options);
     let mut work = Work::new(arrays, n);
-    let measured = measure(workers, &mut stats, &ctx, &mut work, &options, &done);
+    let measured = run.measure(&mut work);
     let members: Vec<usize> = (0..workers.len())
         .filter(|&i| measured.best.unwrap_or(Kinds::ALL).contains(Kinds::of(workers[i].id().kind)))
         .collect();
-    let left = run_members(workers, &mut stats, &members, &ctx, work, &options, &done);
+    let left = run.run_on(&members, work);
     assert!(left.is_empty());
+    assert_eq!(run.items_done(), u64::from(n));
+    let (_, stats) = run.finish();
     assert_eq!(y, expected(n), "every item computed once, in place");
-    assert_eq!(done.into_inner(), u64::from(n));
     (measured, stats)
 }
 

@@ -1,6 +1,6 @@
 //! The scheduler's decisions, with no threads and no clock of its own: which tile a worker gets
 //! next and how large, and what a finished or failed tile changes. The threads of a real run
-//! ([`super::run`]) and the simulation's virtual time ([`super::sim`]) both drive this one
+//! ([`super::Run::run_on`]) and the simulation's virtual time ([`super::sim`]) both drive this one
 //! [`Board`], so what the simulation shows is what a run does. Time comes in as the busy time
 //! each tile took; nothing here reads a clock or touches a worker.
 
@@ -10,7 +10,7 @@ use super::work::Work;
 use super::{FIRST_TILE_SHARE, MIN_TILE, WorkerStats};
 use crate::worker::TileSlices;
 
-/// The shared state of one call to [`super::run`] (or of one simulated run).
+/// The shared state of one call to [`super::Run::run_on`] (or of one simulated run).
 pub(crate) struct Board<'w, 'a> {
     work: Work<'a>,
     /// Items in the work when the call began.

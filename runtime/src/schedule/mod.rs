@@ -7,25 +7,25 @@
 //! and stops; the tile then runs on another worker. Tile sizes follow each worker's measured
 //! rate (aiming at [`TARGET_TILE`] of work) and shrink toward the end, each worker taking at most
 //! half of its fair share of what remains, so all workers finish close together. Those decisions
-//! are the [`Board`]'s (`board`), which has no threads and no clock: [`run`] drives it with a
-//! thread per lane (a remote worker has its daemon's depth of lanes, so that many tiles are in
-//! flight), and [`sim`] drives the same board in virtual time, with hundreds of made-up workers.
-//! Statistics live with the caller, so that a run made of several calls (placement measuring)
-//! keeps each worker's rate from one to the next. Which workers run a block is
-//! [`crate::placement`]'s business, not this module's.
+//! are the `Board`'s (`board`), which has no threads and no clock: [`Run::run_on`] drives it
+//! with a thread per lane (a remote worker has its daemon's depth of lanes, so that many tiles
+//! are in flight), and [`sim`] drives the same board in virtual time, with hundreds of made-up
+//! workers. A run is a value, [`Run`] (`run`): its workers and their statistics live there, so
+//! that a run made of several calls (placement measuring) keeps each worker's rate from one to
+//! the next. Which workers run a block is [`crate::placement`]'s business, not this module's.
 
 mod board;
+mod run;
 pub mod sim;
 mod work;
 
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
-use board::{Board, Next};
+pub(crate) use run::Run;
 pub(crate) use work::Work;
 
-use crate::worker::{RunCtx, TileSlices, Worker, WorkerError, WorkerKind};
+use crate::worker::{Worker, WorkerKind};
 
 /// How long one tile should keep a worker busy once its rate is known.
 pub(crate) const TARGET_TILE: Duration = Duration::from_millis(40);
@@ -141,133 +141,20 @@ pub struct RunOptions<'p> {
     pub progress: Option<&'p (dyn Fn(u64) + Sync)>,
 }
 
-/// Items done so far in a whole run, across calls to [`run`], for the progress callback.
+/// Items done so far in a whole run, across calls to [`Run::run_on`], for the progress callback.
 pub(crate) type ItemsDone = AtomicU64;
-
-/// Runs `work` on `workers` (prepared; those with a failure recorded in `stats` sit out) and
-/// returns what is left: nothing, unless every worker failed. Each lane of each worker is a
-/// thread; the [`Board`] behind one lock decides, and a condition variable wakes lanes that wait
-/// for tiles in flight to finish or come back.
-pub(crate) fn run<'a>(
-    workers: &[&dyn Worker],
-    stats: &mut [WorkerStats],
-    ctx: &RunCtx,
-    work: Work<'a>,
-    options: &RunOptions<'_>,
-    done: &ItemsDone,
-) -> Work<'a> {
-    let elem: Vec<u32> = ctx.block.desc.arrays.iter().map(|a| a.elem_size).collect();
-    let live: Vec<bool> = stats.iter().map(|s| s.failure.is_none()).collect();
-    let board = Mutex::new(Board::new(work, stats));
-    let changed = Condvar::new();
-
-    std::thread::scope(|scope| {
-        let lanes = workers
-            .iter()
-            .enumerate()
-            .filter(|&(w, _)| live[w])
-            .flat_map(|(w, worker)| (0..worker.lanes().max(1)).map(move |lane| (w, lane, worker)));
-        for (w, lane, worker) in lanes {
-            let (board, changed, elem) = (&board, &changed, &elem);
-            scope.spawn(move || {
-                let max_tile = worker.max_tile(ctx);
-                while let Some(mut tile) = next_tile(board, changed, w, options.tile_items, max_tile, elem) {
-                    let started = Instant::now();
-                    // A panic in a worker (a bug) fails that worker, not the run: otherwise its
-                    // tile would stay in flight and every other lane would wait for it forever.
-                    let result =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run_tile(ctx, &mut tile)))
-                            .unwrap_or_else(|_| Err(WorkerError::Panicked(worker.name().to_owned())));
-                    let count = tile.tile.count;
-                    let failed = result.is_err();
-                    ctx.timeline.tile(worker.name(), lane, started, count, failed);
-                    let mut b = board.lock();
-                    match result {
-                        Ok(()) => b.finished(w, count, started.elapsed()),
-                        Err(e) => b.failed(w, &e.to_string(), Some(tile)),
-                    }
-                    drop(b);
-                    changed.notify_all();
-                    if failed {
-                        return;
-                    }
-                    let total = done.fetch_add(u64::from(count), Ordering::Relaxed) + u64::from(count);
-                    if let Some(progress) = options.progress {
-                        progress(total);
-                    }
-                }
-            });
-        }
-    });
-    board.into_inner().into_work()
-}
-
-/// The next tile for worker `w`, waiting while others are in flight; `None` once nothing is
-/// left, or once another lane of the worker has failed (so does this one).
-fn next_tile<'a>(
-    board: &Mutex<Board<'_, 'a>>,
-    changed: &Condvar,
-    w: usize,
-    fixed: Option<u32>,
-    max_tile: u32,
-    elem: &[u32],
-) -> Option<TileSlices<'a>> {
-    let mut b = board.lock();
-    loop {
-        match b.next(w, fixed, max_tile, elem) {
-            Next::Tile(tile) => return Some(tile),
-            Next::Stop => return None,
-            Next::Wait => changed.wait(&mut b),
-        }
-    }
-}
-
-/// Readies every worker for a run at once (loading the block on devices, opening streams); a
-/// worker that cannot is recorded as failed and sits the run out.
-pub(crate) fn prepare(workers: &[&dyn Worker], stats: &mut [WorkerStats], ctx: &RunCtx) {
-    let results: Vec<Result<(), WorkerError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = workers.iter().map(|w| (w.name(), scope.spawn(move || w.prepare(ctx)))).collect();
-        handles
-            .into_iter()
-            .map(|(name, h)| h.join().unwrap_or_else(|_| Err(WorkerError::Panicked(name.to_owned()))))
-            .collect()
-    });
-    for (s, result) in stats.iter_mut().zip(results) {
-        if let Err(e) = result {
-            tracing::warn!(worker = %s.name, "worker stopped: {e}");
-            s.failure.get_or_insert(e.to_string());
-        }
-    }
-}
-
-/// Calls `f` with the workers named by `members` (indexes into `workers`) and their stats,
-/// taken out of `stats` for the call and put back after it.
-pub(crate) fn with_members<T>(
-    workers: &[&dyn Worker],
-    stats: &mut [WorkerStats],
-    members: &[usize],
-    f: impl FnOnce(&[&dyn Worker], &mut [WorkerStats]) -> T,
-) -> T {
-    let chosen: Vec<&dyn Worker> = members.iter().map(|&i| workers[i]).collect();
-    let mut taken: Vec<WorkerStats> = members.iter().map(|&i| std::mem::take(&mut stats[i])).collect();
-    let out = f(&chosen, &mut taken);
-    for (&i, s) in members.iter().zip(taken) {
-        stats[i] = s;
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {
     //! The scheduler with the real CPU worker beside a worker that fails on purpose (a device
     //! cannot be made to fail on demand here); results must equal a plain sequential loop.
 
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::args::ArrayArg;
     use crate::testing::{cpu, ctx, expected, test_id};
-    use crate::worker::{CpuWorker, WorkerId};
+    use crate::worker::{CpuWorker, RunCtx, TileSlices, WorkerError, WorkerId};
 
     /// Runs tiles on the CPU until its `fail_at`-th tile, which it refuses.
     struct Flaky {
@@ -314,8 +201,10 @@ mod tests {
         let mut y = vec![0u32; n as usize];
         let arrays = vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))];
         let options = RunOptions { tile_items: tile, progress: None };
-        let mut stats: Vec<WorkerStats> = workers.iter().map(|w| WorkerStats::new(w.name())).collect();
-        let left = run(workers, &mut stats, &ctx(), Work::new(arrays, n), &options, &ItemsDone::new(0));
+        let mut run = Run::new(ctx(), workers.to_vec(), &options);
+        let all: Vec<usize> = (0..workers.len()).collect();
+        let left = run.run_on(&all, Work::new(arrays, n));
+        let (_, stats) = run.finish();
         let result = if left.is_empty() { Ok(stats) } else { Err(stats) };
         (y, result)
     }
@@ -414,18 +303,18 @@ mod tests {
         let mut work =
             Work::new(vec![ArrayArg::In(bytemuck::cast_slice(&x)), ArrayArg::Out(bytemuck::cast_slice_mut(&mut y))], n);
         let worker = cpu();
-        let workers: [&dyn Worker; 1] = [&worker];
-        let mut stats = vec![WorkerStats::new("cpu")];
-        let done = ItemsDone::new(0);
+        let options = RunOptions::default();
+        let mut run = Run::new(ctx(), vec![&worker as &dyn Worker], &options);
         for at in [5_000, 2_500, 7_500, 1_250] {
             let piece = work.carve(at, 700, &elem);
-            let left = run(&workers, &mut stats, &ctx(), piece, &RunOptions::default(), &done);
+            let left = run.run_on(&[0], piece);
             assert!(left.is_empty());
         }
-        assert_eq!(done.load(Ordering::Relaxed), 2_800);
-        let left = run(&workers, &mut stats, &ctx(), work, &RunOptions::default(), &done);
+        assert_eq!(run.items_done(), 2_800);
+        let left = run.run_on(&[0], work);
         assert!(left.is_empty());
+        assert_eq!(run.stats()[0].items, u64::from(n));
+        drop(run);
         assert_eq!(y, expected(n));
-        assert_eq!(stats[0].items, u64::from(n));
     }
 }

@@ -75,6 +75,29 @@ pub(crate) struct RunCtx {
     pub(crate) timeline: crate::timeline::Timeline,
 }
 
+impl RunCtx {
+    /// The context of a run of `block` over `n` items with `args` (checked against the block):
+    /// its id computed and its whole arrays hashed, once.
+    pub(crate) fn new(block: &Block, n: u32, args: &crate::args::Args<'_>) -> RunCtx {
+        let whole = args
+            .arrays
+            .iter()
+            .filter_map(|a| match a {
+                crate::args::ArrayArg::Whole(d) => Some(WholeArray::new(d.clone())),
+                _ => None,
+            })
+            .collect();
+        RunCtx {
+            block: block.clone(),
+            id: block.desc.id(),
+            items: n,
+            params: args.params.iter().map(|&(_, word)| word).collect(),
+            whole,
+            timeline: crate::timeline::Timeline::default(),
+        }
+    }
+}
+
 /// One array of one tile.
 #[derive(Debug)]
 pub(crate) enum TileArray<'a> {
