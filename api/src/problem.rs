@@ -1,10 +1,17 @@
 //! Every refusal the daemon makes, as one enum, and the one place that turns it into an
-//! `application/problem+json` answer with a stable code and a sentence that says what to do.
+//! `application/problem+json` answer (or a tile stream's problem frame) with a stable code and a
+//! sentence that says what to do; also the one place where what others refuse (a device's
+//! [`EngineError`], a body or query axum could not read) becomes a refusal of the daemon's.
 
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use xcd_wire::ProblemCode;
+use xcd_engine::EngineError;
 use xcd_wire::rest::Problem;
+use xcd_wire::{ProblemCode, ResultFrame, TileProblem};
+
+use crate::held::{OverBudget, Short};
 
 /// Why the daemon refused a request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -185,6 +192,64 @@ impl ApiError {
             detail: self.to_string(),
         }
     }
+
+    /// A body the limit cut off (or the uploads' budget could not hold) as a refusal that says
+    /// which; `what` names the body in the sentence.
+    pub(crate) fn from_body(bytes: Result<Bytes, BytesRejection>, limit: u64, what: &str) -> Result<Bytes, ApiError> {
+        bytes.map_err(|e| match e.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::TooLarge(format!("{what} is over this daemon's limit of {limit} bytes"))
+            }
+            _ => match over_budget(&e) {
+                Some(short) => ApiError::Busy(match short {
+                    Short::Client => "the uploads one address may send at once".into(),
+                    Short::All => "the uploads it receives at once".into(),
+                }),
+                None => ApiError::BadRequest(format!("{what} could not be read: {e}")),
+            },
+        })
+    }
+
+    /// A query string axum could not read.
+    pub(crate) fn from_query(e: QueryRejection) -> ApiError {
+        ApiError::BadRequest(format!("{}; see openapi/openapi.yaml for this endpoint's query", e.body_text()))
+    }
+
+    /// The refusal as a tile stream's frame for the tile `tag` (or the stream's own tag).
+    pub(crate) fn problem_frame(&self, tag: u32) -> Vec<Bytes> {
+        let problem = TileProblem { code: self.code().as_str().to_owned(), detail: self.to_string() };
+        vec![Bytes::from(ResultFrame::Failed { tag, problem }.encode())]
+    }
+}
+
+/// Whether a body could not be read for want of room in the uploads' budget ([`OverBudget`]).
+fn over_budget(e: &(dyn std::error::Error + 'static)) -> Option<Short> {
+    let mut source = Some(e);
+    while let Some(e) = source {
+        if let Some(OverBudget(short)) = e.downcast_ref::<OverBudget>() {
+            return Some(*short);
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// A device's refusal as the daemon's.
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> ApiError {
+        match e {
+            EngineError::NoForm { .. } => ApiError::NoForm(e.to_string()),
+            EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
+            EngineError::BadJob(m) => ApiError::BadFrame(m),
+            EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
+            EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
+            EngineError::OutOfMemory { device, needed, free } => ApiError::DeclinedMemory { device, needed, free },
+            EngineError::Launch { .. }
+            | EngineError::DeviceLost { .. }
+            | EngineError::Deadline { .. }
+            | EngineError::Inexact { .. } => ApiError::DeviceFailed(e.to_string()),
+        }
+    }
 }
 
 /// Marks a response as a refusal with this code, for the router's record of refusals.
@@ -281,6 +346,28 @@ mod tests {
             assert_eq!(p.status, e.status().as_u16());
             assert!(p.detail.chars().next().is_some_and(|c| !c.is_uppercase()), "{}", p.detail);
             assert!(!p.detail.ends_with('.'), "{}", p.detail);
+        }
+    }
+
+    #[test]
+    fn each_device_refusal_has_its_code() {
+        let (d, b, r) = (|| "gpu0".to_owned(), || "b".to_owned(), || "why".to_owned());
+        let cases = [
+            (EngineError::NoForm { device: d(), block: b(), wanted: xcd_wire::FormKind::Ptx }, ProblemCode::NoForm),
+            (EngineError::Load { device: d(), block: b(), reason: r() }, ProblemCode::LoadFailed),
+            (EngineError::NotLoaded(b()), ProblemCode::UnknownBlock),
+            (EngineError::BadJob(r()), ProblemCode::BadFrame),
+            (EngineError::TooLarge { device: d(), items: 1, bytes: 2, max: 1 }, ProblemCode::TooLarge),
+            (EngineError::WholeTooLarge { device: d(), bytes: 2, max: 1 }, ProblemCode::TooLarge),
+            (EngineError::OutOfMemory { device: d(), needed: 2, free: 1 }, ProblemCode::DeclinedMemory),
+            (EngineError::Launch { device: d(), block: b(), reason: r() }, ProblemCode::DeviceFailed),
+            (EngineError::Deadline { device: d(), block: b(), seconds: 1 }, ProblemCode::DeviceFailed),
+            (EngineError::Inexact { device: d(), block: b(), reason: r() }, ProblemCode::DeviceFailed),
+            (EngineError::DeviceLost { device: d(), reason: r() }, ProblemCode::DeviceFailed),
+        ];
+        for (e, code) in cases {
+            let text = e.to_string();
+            assert_eq!(ApiError::from(e).code(), code, "{text}");
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use xcd_engine::DeviceHandle;
+use xcd_engine::whole::WholeCache;
 use xcd_wire::{BlockDesc, BlockId, ProblemCode};
 
 use crate::activity::{Activity, Peer};
@@ -216,14 +217,6 @@ struct Blocks {
     bytes: u64,
 }
 
-/// Whole arrays by content hash, least recently used first out.
-#[derive(Default)]
-struct ArrayCache {
-    arrays: HashMap<[u8; 32], (Arc<[u8]>, u64)>,
-    bytes: u64,
-    uses: u64,
-}
-
 pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) devices: Vec<DeviceHandle>,
@@ -231,7 +224,8 @@ pub(crate) struct Inner {
     /// Taken while a new block is checked and loaded, so that the room checked for it is there
     /// when it is kept.
     pub(crate) registering: tokio::sync::Mutex<()>,
-    arrays: Mutex<ArrayCache>,
+    /// Whole arrays' bytes by content hash, bounded by `Limits::array_cache_bytes` only.
+    arrays: Mutex<WholeCache<Arc<[u8]>>>,
     pub(crate) draining: AtomicBool,
     /// Tells open tile streams to stop reading new tiles.
     drain_tx: tokio::sync::watch::Sender<bool>,
@@ -286,6 +280,7 @@ impl AppState {
         let failed_secrets = crate::wrong_secrets::FailedSecrets::new(config.limits.secret_failures);
         let uploads = crate::held::Budget::new(config.limits.upload_bytes);
         let tile_data = crate::held::Budget::new(config.limits.tile_bytes);
+        let arrays = Mutex::new(WholeCache::with_count(config.limits.array_cache_bytes, usize::MAX));
         let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
         let in_flight_by_device = devices.iter().map(|_| AtomicU64::new(0)).collect();
         let tile_micros_by_device = devices.iter().map(|_| AtomicU64::new(0)).collect();
@@ -296,7 +291,7 @@ impl AppState {
             devices,
             blocks: RwLock::default(),
             registering: tokio::sync::Mutex::new(()),
-            arrays: Mutex::default(),
+            arrays,
             draining: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
             in_flight_by_device,
@@ -403,31 +398,12 @@ impl AppState {
     }
 
     pub(crate) fn array(&self, hash: &[u8; 32]) -> Option<Arc<[u8]>> {
-        let mut cache = self.0.arrays.lock();
-        cache.uses += 1;
-        let uses = cache.uses;
-        cache.arrays.get_mut(hash).map(|(data, last)| {
-            *last = uses;
-            data.clone()
-        })
+        self.0.arrays.lock().get(hash).cloned()
     }
 
     pub(crate) fn keep_array(&self, hash: [u8; 32], data: Arc<[u8]>) {
-        let budget = self.0.config.limits.array_cache_bytes;
-        let mut cache = self.0.arrays.lock();
-        if cache.arrays.contains_key(&hash) {
-            return;
-        }
-        while cache.bytes + data.len() as u64 > budget && !cache.arrays.is_empty() {
-            let oldest = cache.arrays.iter().min_by_key(|(_, (_, last))| *last).map(|(h, _)| *h);
-            if let Some((old, _)) = oldest.and_then(|h| cache.arrays.remove(&h)) {
-                cache.bytes -= old.len() as u64;
-            }
-        }
-        cache.uses += 1;
-        let uses = cache.uses;
-        cache.bytes += data.len() as u64;
-        cache.arrays.insert(hash, (data, uses));
+        let bytes = data.len() as u64;
+        self.0.arrays.lock().keep(hash, data, bytes);
     }
 
     pub(crate) fn device(&self, which: Option<&str>) -> Result<(usize, DeviceHandle), ApiError> {
@@ -478,7 +454,7 @@ impl AppState {
     /// Refuses a run whose data cannot fit the device's free memory (its total where the
     /// driver does not tell what is free).
     pub(crate) async fn admit_memory(&self, device: &DeviceHandle, needed: u64) -> Result<(), ApiError> {
-        let info = device.status().await.map_err(|e| ApiError::DeviceFailed(e.to_string()))?;
+        let info = device.status().await.map_err(ApiError::from)?;
         let room = info.memory_free.or(info.memory_total);
         match room {
             Some(free) if needed > free => Err(ApiError::DeclinedMemory { device: info.id, needed, free }),

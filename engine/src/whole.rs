@@ -1,7 +1,8 @@
 //! The whole arrays a device keeps between tiles, by content hash: at most [`WHOLE_ARRAYS_KEPT`]
 //! of them and a number of bytes (`Options::whole_bytes`, by default [`WHOLE_BYTES_KEPT`]), the
 //! least recently used dropped first to make room.
-//! Owns the bookkeeping only; each backend owns its kind of buffer and uploads it.
+//! Owns the bookkeeping only ([`WholeCache`]); each backend owns its kind of buffer and uploads
+//! it. The daemon keeps the host bytes of the arrays it was sent in the same type.
 
 use std::collections::HashMap;
 
@@ -11,11 +12,13 @@ pub const WHOLE_ARRAYS_KEPT: usize = 64;
 /// memory).
 pub const WHOLE_BYTES_KEPT: u64 = 1 << 30;
 
-/// Buffers of type `B` by content hash.
-pub(crate) struct WholeCache<B> {
+/// Buffers of type `B` by content hash, the least recently used dropped first to make room.
+pub struct WholeCache<B> {
     held: HashMap<[u8; 32], Held<B>>,
     /// Bytes kept at most.
     kept: u64,
+    /// Arrays kept at most.
+    count: usize,
     bytes: u64,
     uses: u64,
 }
@@ -27,13 +30,18 @@ struct Held<B> {
 }
 
 impl<B> WholeCache<B> {
-    /// A cache that keeps at most `kept` bytes.
-    pub(crate) fn new(kept: u64) -> Self {
-        WholeCache { held: HashMap::new(), kept, bytes: 0, uses: 0 }
+    /// A cache that keeps at most `kept` bytes in at most [`WHOLE_ARRAYS_KEPT`] arrays.
+    pub fn new(kept: u64) -> Self {
+        WholeCache::with_count(kept, WHOLE_ARRAYS_KEPT)
+    }
+
+    /// A cache that keeps at most `kept` bytes in at most `count` arrays.
+    pub fn with_count(kept: u64, count: usize) -> Self {
+        WholeCache { held: HashMap::new(), kept, count, bytes: 0, uses: 0 }
     }
 
     /// The buffer for `hash`, if held, counted as used now.
-    pub(crate) fn get(&mut self, hash: &[u8; 32]) -> Option<&B> {
+    pub fn get(&mut self, hash: &[u8; 32]) -> Option<&B> {
         self.uses += 1;
         let uses = self.uses;
         self.held.get_mut(hash).map(|held| {
@@ -43,19 +51,19 @@ impl<B> WholeCache<B> {
     }
 
     /// The buffer for `hash`, if held, without counting a use.
-    pub(crate) fn peek(&self, hash: &[u8; 32]) -> Option<&B> {
+    pub fn peek(&self, hash: &[u8; 32]) -> Option<&B> {
         self.held.get(hash).map(|held| &held.buffer)
     }
 
     /// Drops the least recently used until one more array of `bytes` fits.
-    pub(crate) fn make_room(&mut self, bytes: u64) {
+    pub fn make_room(&mut self, bytes: u64) {
         self.make_room_keeping(bytes, &[]);
     }
 
     /// Drops the least recently used other than those in `keep` until one more array of `bytes`
     /// fits, or only those are left.
-    pub(crate) fn make_room_keeping(&mut self, bytes: u64, keep: &[[u8; 32]]) {
-        while self.held.len() >= WHOLE_ARRAYS_KEPT || self.bytes + bytes > self.kept {
+    pub fn make_room_keeping(&mut self, bytes: u64, keep: &[[u8; 32]]) {
+        while self.held.len() >= self.count || self.bytes + bytes > self.kept {
             if !self.drop_oldest(keep) {
                 return;
             }
@@ -63,7 +71,7 @@ impl<B> WholeCache<B> {
     }
 
     /// Drops the least recently used array not in `keep`; false when there is none.
-    pub(crate) fn drop_oldest(&mut self, keep: &[[u8; 32]]) -> bool {
+    pub fn drop_oldest(&mut self, keep: &[[u8; 32]]) -> bool {
         let oldest = self
             .held
             .iter()
@@ -80,12 +88,12 @@ impl<B> WholeCache<B> {
     }
 
     /// Bytes held of the arrays in `hashes`.
-    pub(crate) fn bytes_of(&self, hashes: &[[u8; 32]]) -> u64 {
+    pub fn bytes_of(&self, hashes: &[[u8; 32]]) -> u64 {
         hashes.iter().filter_map(|h| self.held.get(h)).map(|held| held.bytes).sum()
     }
 
     /// Keeps `buffer` for `hash` (after [`WholeCache::make_room`]).
-    pub(crate) fn insert(&mut self, hash: [u8; 32], buffer: B, bytes: u64) {
+    pub fn insert(&mut self, hash: [u8; 32], buffer: B, bytes: u64) {
         self.uses += 1;
         if let Some(old) = self.held.insert(hash, Held { buffer, bytes, last: self.uses }) {
             self.bytes -= old.bytes;
@@ -93,13 +101,24 @@ impl<B> WholeCache<B> {
         self.bytes += bytes;
     }
 
-    /// Everything held, leaving this cache empty (its bound as it was).
-    pub(crate) fn take(&mut self) -> Self {
-        std::mem::replace(self, WholeCache::new(self.kept))
+    /// Keeps `buffer` for `hash` unless one is held already, making room for it first; true
+    /// when it was kept.
+    pub fn keep(&mut self, hash: [u8; 32], buffer: B, bytes: u64) -> bool {
+        if self.held.contains_key(&hash) {
+            return false;
+        }
+        self.make_room(bytes);
+        self.insert(hash, buffer, bytes);
+        true
+    }
+
+    /// Everything held, leaving this cache empty (its bounds as they were).
+    pub fn take(&mut self) -> Self {
+        std::mem::replace(self, WholeCache::with_count(self.kept, self.count))
     }
 
     /// Bytes held.
-    pub(crate) fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.bytes
     }
 }
@@ -128,5 +147,33 @@ mod tests {
             cache.insert([i; 32], i, 1);
         }
         assert!(cache.held.len() <= WHOLE_ARRAYS_KEPT, "held to its count");
+    }
+
+    #[test]
+    fn a_cache_with_a_count_of_its_own_holds_that_many() {
+        let mut cache = WholeCache::with_count(1 << 20, usize::MAX);
+        for i in 0..200u8 {
+            assert!(cache.keep([i; 32], i, 1));
+        }
+        assert_eq!(cache.held.len(), 200, "bounded by bytes only");
+        assert_eq!(cache.take().bytes(), 200);
+        assert_eq!(cache.bytes(), 0);
+        for i in 0..200u8 {
+            cache.keep([i; 32], i, 1);
+        }
+        assert_eq!(cache.held.len(), 200, "its count survives take");
+    }
+
+    #[test]
+    fn keeping_a_held_hash_changes_nothing() {
+        let mut cache = WholeCache::with_count(10, usize::MAX);
+        assert!(cache.keep([1; 32], "first", 4));
+        assert!(cache.keep([2; 32], "second", 4));
+        assert!(!cache.keep([1; 32], "again", 4), "already held");
+        assert_eq!((cache.peek(&[1; 32]), cache.bytes()), (Some(&"first"), 8));
+        // Not counted as a use: [1] is still the least recently used, so it goes first.
+        assert!(cache.keep([3; 32], "third", 4));
+        assert!(cache.peek(&[1; 32]).is_none() && cache.peek(&[2; 32]).is_some());
+        assert_eq!(cache.bytes(), 8);
     }
 }

@@ -7,57 +7,11 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use xcd_engine::EngineError;
 use xcd_wire::rest::{ArrayHeld, Registered};
 use xcd_wire::{BlockDesc, BlockId};
 
-use crate::held::{OverBudget, Short};
 use crate::problem::ApiError;
 use crate::state::AppState;
-
-/// Turns a body the limit cut off into a refusal that says the limit.
-pub(crate) fn body(bytes: Result<Bytes, BytesRejection>, limit: u64, what: &str) -> Result<Bytes, ApiError> {
-    bytes.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::TooLarge(format!("{what} is over this daemon's limit of {limit} bytes"))
-        }
-        _ => match over_budget(&e) {
-            Some(short) => ApiError::Busy(match short {
-                Short::Client => "the uploads one address may send at once".into(),
-                Short::All => "the uploads it receives at once".into(),
-            }),
-            None => ApiError::BadRequest(format!("{what} could not be read: {e}")),
-        },
-    })
-}
-
-/// Whether a body could not be read for want of room in the uploads' budget ([`OverBudget`]).
-fn over_budget(e: &(dyn std::error::Error + 'static)) -> Option<Short> {
-    let mut source = Some(e);
-    while let Some(e) = source {
-        if let Some(OverBudget(short)) = e.downcast_ref::<OverBudget>() {
-            return Some(*short);
-        }
-        source = e.source();
-    }
-    None
-}
-
-/// Maps a device's refusal to the daemon's.
-pub(crate) fn engine_error(e: EngineError) -> ApiError {
-    match e {
-        EngineError::NoForm { .. } => ApiError::NoForm(e.to_string()),
-        EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
-        EngineError::BadJob(m) => ApiError::BadFrame(m),
-        EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
-        EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
-        EngineError::OutOfMemory { device, needed, free } => ApiError::DeclinedMemory { device, needed, free },
-        EngineError::Launch { .. }
-        | EngineError::DeviceLost { .. }
-        | EngineError::Deadline { .. }
-        | EngineError::Inexact { .. } => ApiError::DeviceFailed(e.to_string()),
-    }
-}
 
 /// `POST /v1/blocks`: registers a block under its content address and loads it on every device
 /// that takes one of its forms. Registering the same block again changes nothing.
@@ -66,7 +20,7 @@ pub(crate) async fn register(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
     let limit = state.0.config.limits.max_block_bytes as u64;
-    let bytes = body(bytes, limit, "the block")?;
+    let bytes = ApiError::from_body(bytes, limit, "the block")?;
     let size = bytes.len();
     let (desc, id) = read_block(bytes).await?;
     // A new block is checked and loaded one at a time, after its room is found: a refused block
@@ -115,7 +69,7 @@ pub(crate) async fn register(
     for index in takers {
         match state.0.devices[index].load(desc.clone()).await {
             Ok(_) => loaded.push(index),
-            Err(e) => last_error = Some(engine_error(e)),
+            Err(e) => last_error = Some(ApiError::from(e)),
         }
     }
     if loaded.is_empty() {
@@ -169,7 +123,7 @@ pub(crate) async fn put_array(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<ArrayHeld>), ApiError> {
     let expected = parse_hash(&hash)?;
-    let bytes = body(bytes, state.0.config.limits.max_array_bytes as u64, "the array")?;
+    let bytes = ApiError::from_body(bytes, state.0.config.limits.max_array_bytes as u64, "the array")?;
     if bytes.is_empty() {
         return Err(ApiError::BadRequest("a whole array needs at least one element".into()));
     }

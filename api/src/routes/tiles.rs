@@ -32,16 +32,13 @@ use tokio::sync::mpsc;
 use xcd_engine::{DeviceHandle, TileJob, WholeArray};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
 use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
-use xcd_wire::{
-    BlockDesc, BlockId, FrameSplitter, ParamKind, ProblemCode, ResultFrame, Tile, TileFrame, TileProblem, result_pieces,
-};
+use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ParamKind, ProblemCode, Tile, TileFrame, result_pieces};
 
 use crate::activity::Peer;
 use crate::held::{Held, Holding, Short, frame_cost, result_bytes, share};
 use crate::metrics::DeviceLabel;
 use crate::open::DueNow;
 use crate::problem::ApiError;
-use crate::routes::blocks::{body, engine_error};
 use crate::state::AppState;
 
 /// Query of both tile endpoints.
@@ -70,7 +67,7 @@ async fn open(
     state.admit()?;
     let desc = state.block(id)?;
     let (_, handle) = state.device(device)?;
-    let block = handle.load(desc.clone()).await.map_err(engine_error)?;
+    let block = handle.load(desc.clone()).await.map_err(ApiError::from)?;
     if let Some(items) = run_items {
         let per_item: u64 =
             desc.arrays.iter().filter(|a| a.role != xcd_wire::ArrayRole::Whole).map(|a| u64::from(a.elem_size)).sum();
@@ -112,7 +109,7 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
         whole.push(WholeArray { hash: *hash, data });
     }
     let job = TileJob { block, tile: frame.tile, params: frame.params, inputs, whole };
-    job.check(desc).map_err(engine_error)?;
+    job.check(desc).map_err(ApiError::from)?;
     state.0.metrics.bytes_in.inc_by(want);
     Ok(job)
 }
@@ -131,22 +128,13 @@ async fn run(
     let result = device.run(job).await;
     drop(in_flight);
     state.0.activity.tile(peer, &desc.name, &device.info().id, items, result.is_ok());
-    let output = result.map_err(engine_error)?;
+    let output = result.map_err(ApiError::from)?;
     let label = DeviceLabel { device: device.info().id.clone() };
     state.0.metrics.tiles.get_or_create(&label).inc();
     state.0.metrics.tile_seconds.get_or_create(&label).observe(started.elapsed().as_secs_f64());
     let bytes: usize = output.outputs.iter().map(Vec::len).sum();
     state.0.metrics.bytes_out.inc_by(bytes as u64);
     Ok(output.outputs)
-}
-
-fn query_error(e: QueryRejection) -> ApiError {
-    ApiError::BadRequest(format!("{}; see openapi/openapi.yaml for this endpoint's query", e.body_text()))
-}
-
-fn problem_frame(tag: u32, error: &ApiError) -> Vec<Bytes> {
-    let problem = TileProblem { code: error.code().as_str().to_owned(), detail: error.to_string() };
-    vec![Bytes::from(ResultFrame::Failed { tag, problem }.encode())]
 }
 
 /// `POST /v1/blocks/{id}/tiles`: the tile stream.
@@ -160,7 +148,7 @@ pub(crate) async fn stream(
     request: Body,
 ) -> Result<Response, ApiError> {
     let opened = async {
-        let Query(query) = query.map_err(query_error)?;
+        let Query(query) = query.map_err(ApiError::from_query)?;
         let run_items = match headers.get(RUN_ITEMS_HEADER) {
             None => None,
             Some(v) => Some(v.to_str().ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
@@ -270,7 +258,7 @@ struct Stream {
 impl Stream {
     /// Ends the stream with a problem frame for the whole stream.
     async fn close(&self, e: ApiError) {
-        let _ = self.tx.send((problem_frame(STREAM_TAG, &e), None)).await;
+        let _ = self.tx.send((e.problem_frame(STREAM_TAG), None)).await;
     }
 
     /// Keeps a refusal of this stream's kind among the refusals.
@@ -292,7 +280,7 @@ impl Stream {
                         .get(4..8)
                         .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                         .min(UNKNOWN_TAG);
-                    return (problem_frame(tag, &ApiError::BadFrame(e.to_string())), held);
+                    return (ApiError::BadFrame(e.to_string()).problem_frame(tag), held);
                 }
             };
             let tag = frame.tag;
@@ -304,7 +292,7 @@ impl Stream {
                 Ok(outputs) => result_pieces(tag, outputs),
                 Err(e) => {
                     state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
-                    problem_frame(tag, &e)
+                    e.problem_frame(tag)
                 }
             };
             (pieces, held)
@@ -496,8 +484,8 @@ pub(crate) async fn one(
     query: Result<Query<OneQuery>, QueryRejection>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(query_error)?;
-    let inputs = body(bytes, state.0.config.limits.max_frame_bytes, "the tile")?;
+    let Query(query) = query.map_err(ApiError::from_query)?;
+    let inputs = ApiError::from_body(bytes, state.0.config.limits.max_frame_bytes, "the tile")?;
     let (desc, block, device) = open(&state, &id, query.device.as_deref(), None).await?;
     let texts: Vec<&str> = query
         .params
