@@ -19,7 +19,6 @@ use crate::activity::Peer;
 use crate::admission::Conn;
 use crate::problem::ApiError;
 use crate::state::AppState;
-use crate::wrong_secrets::retry_after;
 
 /// Middleware: refuses a request whose secret, version or layout does not match.
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
@@ -87,14 +86,14 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<Option<&str>> {
 }
 
 fn check(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> Result<(), ApiError> {
-    match (&state.0.config.secret, bearer(headers)) {
-        (Some(secret), Some(Some(token))) => secret_given(state, peer, conn, secret, token)?,
+    match (state.access().is_set(), bearer(headers)) {
+        (true, Some(Some(token))) => secret_given(state, peer, conn, token)?,
         // No secret at all, or one not sent as a bearer token, is not a guess: refused, not
         // counted.
-        (Some(_), Some(None)) => return Err(ApiError::SecretNotBearer),
-        (Some(_), None) => return Err(ApiError::SecretRefused),
-        (None, Some(_)) => return Err(ApiError::SecretNotSet),
-        (None, None) => {}
+        (true, Some(None)) => return Err(ApiError::SecretNotBearer),
+        (true, None) => return Err(ApiError::SecretRefused),
+        (false, Some(_)) => return Err(ApiError::SecretNotSet),
+        (false, None) => {}
     }
     if let Some(value) = headers.get(VERSION_HEADER) {
         let program = value.to_str().unwrap_or("(not text)");
@@ -112,40 +111,19 @@ fn check(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap)
             return Err(ApiError::LayoutMismatch { program: program.to_string(), daemon: daemon.to_string() });
         }
     }
-    if state.0.config.secret.is_none() {
+    if !state.access().is_set() {
         prove(state, conn)?;
     }
     Ok(())
 }
 
-/// Checks a secret sent to a daemon that has one, holding back an address that sent too many
-/// wrong ones, and proves the request's connection when it is right. A connection that has
-/// already shown the secret itself (not a proxy's, which carries many clients) is not held back.
-pub(crate) fn secret_given(
-    state: &AppState,
-    peer: Peer,
-    conn: Option<&Conn>,
-    secret: &crate::state::Secret,
-    token: &str,
-) -> Result<(), ApiError> {
-    let limit = &state.0.failed_secrets;
-    let now = std::time::Instant::now();
+/// Checks a secret sent to a daemon that has one ([`crate::state::Access::given`]), and proves
+/// the request's connection when it is right. A connection that has already shown the secret
+/// itself (not a proxy's, which carries many clients) is not held back.
+pub(crate) fn secret_given(state: &AppState, peer: Peer, conn: Option<&Conn>, token: &str) -> Result<(), ApiError> {
     let proven = peer.via.is_none() && conn.is_some_and(Conn::proven);
-    if let Some(client) = peer.client.filter(|_| !proven) {
-        limit.may_compare(client, now).map_err(|wait| ApiError::TooManyFailures { retry_after: retry_after(wait) })?;
-    }
-    if secret.matches(token) {
-        if let Some(client) = peer.client {
-            limit.succeeded(client, now);
-        }
-        return prove(state, conn);
-    }
-    if let Some(client) = peer.client {
-        if let Some(hold) = limit.failed(client, now) {
-            tracing::warn!(%client, "{} wrong secrets or more: held back for {} s", limit.free(), hold.as_secs());
-        }
-    }
-    Err(ApiError::SecretRefused)
+    state.access().given(peer, proven, token)?;
+    prove(state, conn)
 }
 
 /// A request passed the check: its connection is proven, if a proven slot is free.
@@ -153,7 +131,7 @@ fn prove(state: &AppState, conn: Option<&Conn>) -> Result<(), ApiError> {
     match conn {
         Some(conn) if !conn.prove() => Err(ApiError::Busy(format!(
             "this daemon already serves its most connections ({}); try again shortly",
-            state.0.config.limits.max_connections
+            state.limits().max_connections
         ))),
         _ => Ok(()),
     }

@@ -195,6 +195,9 @@ pub(crate) struct Metered {
 #[error("no room for more of this upload")]
 pub(crate) struct OverBudget(pub(crate) Short);
 
+/// Waiting for a share of a budget, once there is room.
+pub(crate) type Wanted = std::pin::Pin<Box<dyn Future<Output = Held> + Send>>;
+
 /// What a metered body takes at a time, in KiB.
 const METER_KIB: u32 = 256;
 

@@ -59,16 +59,16 @@ pub(crate) async fn login(
     conn: Option<Extension<Arc<Conn>>>,
     form: Result<Form<Login>, FormRejection>,
 ) -> Response {
-    let Some(secret) = &state.0.config.secret else {
+    if !state.access().is_set() {
         return see_page();
-    };
+    }
     let Form(form) = match form {
         Ok(form) => form,
         Err(e) => {
             return ApiError::BadRequest(format!("{}: send the form's field `secret`", e.body_text())).into_response();
         }
     };
-    match crate::guard::secret_given(&state, peer, conn.as_deref().map(AsRef::as_ref), secret, &form.secret) {
+    match crate::guard::secret_given(&state, peer, conn.as_deref().map(AsRef::as_ref), &form.secret) {
         Ok(()) => {}
         Err(e) => {
             state.refused(peer, e.code(), "POST / (the page's form)".to_owned());
@@ -80,7 +80,9 @@ pub(crate) async fn login(
             return html(status, &LoginPage { failed: true, held });
         }
     }
-    let value = secret.page_token(unix_now());
+    let Some(value) = state.access().page_cookie(unix_now()) else {
+        return see_page();
+    };
     let cookie = Cookie::build((COOKIE, value))
         .http_only(true)
         .secure(true)
@@ -99,11 +101,11 @@ pub(crate) async fn login(
 /// other: [`crate::limit`]) or a valid cookie.
 /// A valid cookie proves the connection, as the secret does.
 fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> bool {
-    let Some(secret) = &state.0.config.secret else {
+    if !state.access().is_set() {
         return true;
-    };
+    }
     if let Some(Some(token)) = crate::guard::bearer(headers) {
-        return crate::guard::secret_given(state, peer, conn, secret, token).is_ok();
+        return crate::guard::secret_given(state, peer, conn, token).is_ok();
     }
     let now = unix_now();
     let valid = headers
@@ -112,7 +114,7 @@ fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMa
         .filter_map(|v| v.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .any(|c| c.name() == COOKIE && secret.page_token_valid(c.value(), now, LIFETIME.as_secs()));
+        .any(|c| c.name() == COOKIE && state.access().page_cookie_valid(c.value(), now, LIFETIME.as_secs()));
     if valid {
         conn.map(Conn::prove);
     }
@@ -153,10 +155,10 @@ fn html(status: StatusCode, template: &impl Template) -> Response {
 
 /// The page's view of the daemon now.
 async fn page(state: &AppState) -> DaemonPage {
-    let config = &state.0.config;
-    let activity = &state.0.activity;
+    let settings = state.settings();
+    let activity = state.activity();
     let mut devices = Vec::new();
-    for device in &state.0.devices {
+    for device in state.devices().all() {
         let info = device.status().await.unwrap_or_else(|_| device.info().clone());
         let memory = memory(info.memory_free, info.memory_total);
         let backend = format!("{:?}", info.backend).to_lowercase();
@@ -170,9 +172,12 @@ async fn page(state: &AppState) -> DaemonPage {
     let up = activity.started().elapsed().as_secs();
     let mut facts =
         vec![("version", state.version().to_owned()), ("data layout", xcd_wire::Layout::native().to_string())];
-    facts.push(("pool", config.pool.clone().unwrap_or_else(|| "none (found by XC_PAR_REMOTE=mdns or by name)".into())));
+    facts.push((
+        "pool",
+        settings.pool.clone().unwrap_or_else(|| "none (found by XC_PAR_REMOTE=mdns or by name)".into()),
+    ));
     facts.push(("depth", format!("{} tiles in flight per device", state.depth())));
-    if let Some(fingerprint) = &config.fingerprint {
+    if let Some(fingerprint) = &settings.fingerprint {
         facts.push(("certificate", format!("SHA-256 {fingerprint}")));
     }
     facts.push(("up for", ago(up).trim_end_matches(" ago").to_owned()));
@@ -181,13 +186,13 @@ async fn page(state: &AppState) -> DaemonPage {
     let now = std::time::Instant::now();
     let since = |at: std::time::Instant| ago(now.saturating_duration_since(at).as_secs());
     DaemonPage {
-        title: format!("xcd on {}", config.host.as_deref().unwrap_or("this machine")),
+        title: format!("xcd on {}", settings.host.as_deref().unwrap_or("this machine")),
         facts,
         accepting: state_line == "accepting",
         state: state_line,
-        nimby: if config.nimby.is_empty() { "none".to_owned() } else { config.nimby.to_string() },
+        nimby: if settings.nimby.is_empty() { "none".to_owned() } else { settings.nimby.to_string() },
         in_flight: state.tiles_in_flight(),
-        streams: state.0.streams.load(std::sync::atomic::Ordering::SeqCst),
+        streams: state.streams().open_now(),
         devices,
         chart: Chart::of(&activity.rates(), STEP),
         work: activity

@@ -255,6 +255,22 @@ impl fmt::Display for BlockId {
     }
 }
 
+/// Text that is not a block id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a block id (64 hex digits)")]
+pub struct BlockIdError;
+
+/// A block id from the 64 hex digits [`BlockId`]'s `Display` writes.
+impl std::str::FromStr for BlockId {
+    type Err = BlockIdError;
+
+    fn from_str(text: &str) -> Result<BlockId, BlockIdError> {
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(text, &mut bytes).map_err(|_| BlockIdError)?;
+        Ok(BlockId(bytes))
+    }
+}
+
 mod hex_bytes {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
@@ -273,6 +289,15 @@ mod hex_bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_id_reads_back_what_it_writes() {
+        let id = BlockId([0xa5; 32]);
+        assert_eq!(id.to_string().parse::<BlockId>(), Ok(id));
+        for bad in ["", "a5", &"g".repeat(64), &"a5".repeat(33)] {
+            assert_eq!(bad.parse::<BlockId>(), Err(BlockIdError), "{bad:?}");
+        }
+    }
 
     fn desc() -> BlockDesc {
         BlockDesc {

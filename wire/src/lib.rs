@@ -32,7 +32,8 @@ pub mod tile;
 pub mod trace;
 
 pub use block::{
-    Access, ArrayRole, ArraySpec, BlockDesc, BlockId, DescError, MAX_ENTRY_BYTES, ParamKind, ParamSpec, is_entry_name,
+    Access, ArrayRole, ArraySpec, BlockDesc, BlockId, BlockIdError, DescError, MAX_ENTRY_BYTES, ParamKind, ParamSpec,
+    is_entry_name,
 };
 pub use device::{BackendKind, DeviceInfo, pci_address};
 pub use forms::{FormKind, Forms};

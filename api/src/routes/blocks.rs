@@ -19,27 +19,24 @@ pub(crate) async fn register(
     State(state): State<AppState>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
-    let limit = state.0.config.limits.max_block_bytes as u64;
+    let limit = state.limits().max_block_bytes as u64;
     let bytes = ApiError::from_body(bytes, limit, "the block")?;
     let size = bytes.len();
     let (desc, id) = read_block(bytes).await?;
     // A new block is checked and loaded one at a time, after its room is found: a refused block
     // has loaded nothing anywhere.
-    let _turn = match state.block(&id.to_string()) {
-        Ok(_) => None,
-        Err(_) => Some(state.0.registering.lock().await),
-    };
-    let known = state.block(&id.to_string()).is_ok();
-    let policy = state.0.config.forms;
+    let registration = state.store().register(id).await;
+    let known = registration.known();
+    let policy = state.settings().forms;
     let desc = Arc::new(desc);
     if !known {
-        state.room_for_block(size)?;
+        registration.room_for(size)?;
         check_kernel(&desc).await?;
     }
 
     let takers: Vec<usize> = state
-        .0
-        .devices
+        .devices()
+        .all()
         .iter()
         .enumerate()
         .filter(|(_, d)| xcd_engine::form_for(d.info().backend, &desc.forms, policy).is_some())
@@ -47,8 +44,8 @@ pub(crate) async fn register(
         .collect();
     if takers.is_empty() {
         let wanted: Vec<String> = state
-            .0
-            .devices
+            .devices()
+            .all()
             .iter()
             .map(|d| {
                 let forms: Vec<String> =
@@ -67,7 +64,7 @@ pub(crate) async fn register(
     let mut loaded = Vec::new();
     let mut last_error = None;
     for index in takers {
-        match state.0.devices[index].load(desc.clone()).await {
+        match state.devices().all()[index].load(desc.clone()).await {
             Ok(_) => loaded.push(index),
             Err(e) => last_error = Some(ApiError::from(e)),
         }
@@ -75,7 +72,7 @@ pub(crate) async fn register(
     if loaded.is_empty() {
         return Err(last_error.unwrap_or_else(|| ApiError::LoadFailed("no device loaded the block".into())));
     }
-    state.keep_block(desc, size);
+    registration.keep(desc, size);
     let status = if known { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(Registered { id: id.to_string(), devices: loaded })))
 }
@@ -123,12 +120,12 @@ pub(crate) async fn put_array(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<ArrayHeld>), ApiError> {
     let expected = parse_hash(&hash)?;
-    let bytes = ApiError::from_body(bytes, state.0.config.limits.max_array_bytes as u64, "the array")?;
+    let bytes = ApiError::from_body(bytes, state.limits().max_array_bytes as u64, "the array")?;
     if bytes.is_empty() {
         return Err(ApiError::BadRequest("a whole array needs at least one element".into()));
     }
     // Refused now rather than at its first tile: no device here could bind it.
-    let binds = state.0.devices.iter().map(|d| d.info().max_buffer_bytes).max();
+    let binds = state.devices().all().iter().map(|d| d.info().max_buffer_bytes).max();
     if let Some(binds) = binds.filter(|b| bytes.len() as u64 > *b) {
         return Err(ApiError::TooLarge(format!(
             "the array is {} bytes; the largest this daemon's devices bind in one array is {binds}: split it into smaller arrays",
@@ -147,9 +144,9 @@ pub(crate) async fn put_array(
             hex::encode(actual)
         )));
     }
-    let held = state.array(&expected).is_some();
+    let held = state.store().array(&expected).is_some();
     if !held {
-        state.keep_array(expected, Arc::from(&bytes[..]));
+        state.store().keep_array(expected, Arc::from(&bytes[..]));
     }
     let status = if held { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(ArrayHeld { hash: hex::encode(expected), bytes: bytes.len() as u64 })))
@@ -161,6 +158,6 @@ pub(crate) async fn get_array(
     Path(hash): Path<String>,
 ) -> Result<Json<ArrayHeld>, ApiError> {
     let key = parse_hash(&hash)?;
-    let data = state.array(&key).ok_or_else(|| ApiError::UnknownArray(hash.clone()))?;
+    let data = state.store().array(&key).ok_or_else(|| ApiError::UnknownArray(hash.clone()))?;
     Ok(Json(ArrayHeld { hash: hex::encode(key), bytes: data.len() as u64 }))
 }

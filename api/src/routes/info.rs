@@ -1,7 +1,5 @@
 //! The read-only endpoints: version, devices, capacity, metrics, health.
 
-use std::sync::atomic::Ordering;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
@@ -15,8 +13,8 @@ use crate::state::AppState;
 /// `GET /v1/version`.
 pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> {
     let mut forms: Vec<FormKind> = Vec::new();
-    for device in &state.0.devices {
-        for form in xcd_engine::forms_taken(device.info().backend, state.0.config.forms) {
+    for device in state.devices().all() {
+        for form in xcd_engine::forms_taken(device.info().backend, state.settings().forms) {
             if !forms.contains(&form) {
                 forms.push(form);
             }
@@ -26,15 +24,15 @@ pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> 
         version: state.version().to_owned(),
         layout: Layout::native().to_string(),
         forms,
-        pool: state.0.config.pool.clone(),
-        secret: state.0.config.secret.is_some(),
+        pool: state.settings().pool.clone(),
+        secret: state.access().is_set(),
     })
 }
 
 /// `GET /v1/devices`.
 pub(crate) async fn devices(State(state): State<AppState>) -> Result<Json<Devices>, ApiError> {
     let mut devices = Vec::new();
-    for device in &state.0.devices {
+    for device in state.devices().all() {
         devices.push(device.status().await.unwrap_or_else(|_| device.info().clone()));
     }
     Ok(Json(Devices { devices }))
@@ -46,30 +44,30 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
         Ok(()) => (true, None, None),
         Err(ApiError::Draining) => (false, Some(ProblemCode::Draining.as_str().to_owned()), None),
         Err(ApiError::DeclinedNimby { .. }) => {
-            let until = state.0.config.nimby.inside_now().map(|(_, until)| until.to_rfc3339());
+            let until = state.settings().nimby.inside_now().map(|(_, until)| until.to_rfc3339());
             (false, Some("nimby".to_owned()), until)
         }
         Err(other) => (false, Some(other.code().as_str().to_owned()), None),
     };
     let (mut memory_free, mut memory_total) = (Vec::new(), Vec::new());
-    for device in &state.0.devices {
+    for device in state.devices().all() {
         let info = device.status().await.unwrap_or_else(|_| device.info().clone());
         memory_free.push(info.memory_free);
         memory_total.push(info.memory_total);
     }
-    let (tiles_done, items_done) = state.0.activity.totals();
+    let (tiles_done, items_done) = state.activity().totals();
     Json(Capacity {
         tiles_done,
         items_done,
         accepting,
         reason,
         until,
-        tiles_in_flight: state.0.in_flight.load(Ordering::SeqCst),
+        tiles_in_flight: state.tiles_in_flight(),
         in_flight_by_device: state.tiles_in_flight_by_device(),
         tile_seconds_by_device: state.tile_seconds_by_device(),
-        refusals: state.0.activity.refusal_counts(),
+        refusals: state.activity().refusal_counts(),
         depth: state.depth(),
-        max_frame_bytes: state.0.config.limits.max_frame_bytes,
+        max_frame_bytes: state.limits().max_frame_bytes,
         memory_free,
         memory_total,
     })
@@ -77,12 +75,12 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
 
 /// `GET /metrics`: Prometheus text.
 pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.0.metrics.render())
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics().render())
 }
 
 /// `GET /healthz`: 200 while serving, 503 while draining. Needs no secret.
 pub(crate) async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.0.draining.load(Ordering::SeqCst) {
+    if state.streams().draining() {
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining\n")
     } else {
         (axum::http::StatusCode::OK, "ok\n")

@@ -7,7 +7,6 @@ pub(crate) mod tiles;
 use std::convert::Infallible;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -16,7 +15,6 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::activity::Peer;
 use crate::guard::guard;
-use crate::held::{Metered, Short};
 use crate::problem::{ApiError, Refused};
 use crate::state::AppState;
 
@@ -39,7 +37,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// The daemon's router: every endpoint, behind the secret and version checks (but `/healthz`
 /// and the page, which checks the secret itself).
 pub fn router(state: AppState) -> Router {
-    let limits = &state.0.config.limits;
+    let limits = state.limits();
     // A client that stalls while sending a body gets a refusal instead of holding on.
     let slow = || RequestBodyTimeoutLayer::new(limits.body);
     // What bodies all uploads may be receiving at once.
@@ -107,7 +105,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
 /// the request is handled. A body of known size (none when the request ends with its headers,
 /// else its `Content-Length`) takes its share at once, or is refused as `busy` before any of it is
 /// read when the daemon, or the client's address (half of it), is already receiving that much; a
-/// body of unknown size takes its share as it arrives ([`Metered`]).
+/// body of unknown size takes its share as it arrives ([`crate::held::Metered`]).
 async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, next: Next) -> Response {
     let declared = hyper::body::Body::size_hint(request.body()).exact().or_else(|| {
         request
@@ -118,25 +116,15 @@ async fn uploads(State((state, max)): State<(AppState, u64)>, request: Request, 
     });
     let peer = request.extensions().get::<Peer>().copied().unwrap_or_default();
     let Some(declared) = declared else {
-        let uploads = state.0.uploads.clone();
-        let request = request.map(|body| Body::new(Metered::new(body, uploads, peer)));
+        let request = request.map(|body| state.budgets().metered(body, peer));
         return next.run(request).await;
     };
     let want = crate::held::kib(declared.min(max)).max(1);
-    let _share = match state.0.uploads.try_take(peer, want) {
+    let _share = match state.budgets().take_upload(peer, want) {
         Ok(share) => share,
-        Err(short) => return crate::guard::refuse(request, uploads_busy(&state, short)).await,
+        Err(busy) => return crate::guard::refuse(request, busy).await,
     };
     next.run(request).await
-}
-
-/// The refusal of an upload without room.
-pub(crate) fn uploads_busy(state: &AppState, short: Short) -> ApiError {
-    let all = state.0.config.limits.upload_bytes >> 20;
-    ApiError::Busy(match short {
-        Short::Client => format!("{} MiB of uploads being received from one address", all / 2),
-        Short::All => format!("{all} MiB of uploads being received"),
-    })
 }
 
 async fn not_found() -> ApiError {

@@ -35,7 +35,7 @@ use xcd_wire::rest::{FRAMES_MEDIA_TYPE, RUN_ITEMS_HEADER};
 use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ParamKind, ProblemCode, Tile, TileFrame, result_pieces};
 
 use crate::activity::Peer;
-use crate::held::{Held, Holding, Short, frame_cost, result_bytes, share};
+use crate::held::{Held, Holding, Wanted, frame_cost, result_bytes, share};
 use crate::metrics::DeviceLabel;
 use crate::open::DueNow;
 use crate::problem::ApiError;
@@ -48,15 +48,6 @@ pub(crate) struct StreamQuery {
     device: Option<String>,
 }
 
-/// Counts a stream as open for as long as it lives.
-struct StreamSlot(AppState);
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.0.streams.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Checks a run can start on a device: not draining, not NIMBY, block loaded, memory enough.
 async fn open(
     state: &AppState,
@@ -65,8 +56,8 @@ async fn open(
     run_items: Option<u64>,
 ) -> Result<(Arc<BlockDesc>, BlockId, DeviceHandle), ApiError> {
     state.admit()?;
-    let desc = state.block(id)?;
-    let (_, handle) = state.device(device)?;
+    let desc = state.store().find(id)?;
+    let (_, handle) = state.devices().pick(device)?;
     let block = handle.load(desc.clone()).await.map_err(ApiError::from)?;
     if let Some(items) = run_items {
         let per_item: u64 =
@@ -80,7 +71,7 @@ async fn open(
 fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> Result<TileJob, ApiError> {
     let count = u64::from(frame.tile.count);
     let out_bytes = result_bytes(desc, frame.tile.count);
-    let limit = state.0.config.limits.max_frame_bytes;
+    let limit = state.limits().max_frame_bytes;
     if out_bytes > limit {
         return Err(ApiError::TooLarge(format!(
             "a tile of {count} items returns {out_bytes} bytes, over this daemon's limit of {limit}: send smaller tiles"
@@ -105,12 +96,12 @@ fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> 
     }
     let mut whole = Vec::with_capacity(frame.wholes.len());
     for hash in &frame.wholes {
-        let data = state.array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
+        let data = state.store().array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
         whole.push(WholeArray { hash: *hash, data });
     }
     let job = TileJob { block, tile: frame.tile, params: frame.params, inputs, whole };
     job.check(desc).map_err(ApiError::from)?;
-    state.0.metrics.bytes_in.inc_by(want);
+    state.metrics().bytes_in.inc_by(want);
     Ok(job)
 }
 
@@ -127,13 +118,13 @@ async fn run(
     let in_flight = state.in_flight(device);
     let result = device.run(job).await;
     drop(in_flight);
-    state.0.activity.tile(peer, &desc.name, &device.info().id, items, result.is_ok());
+    state.activity().tile(peer, &desc.name, &device.info().id, items, result.is_ok());
     let output = result.map_err(ApiError::from)?;
     let label = DeviceLabel { device: device.info().id.clone() };
-    state.0.metrics.tiles.get_or_create(&label).inc();
-    state.0.metrics.tile_seconds.get_or_create(&label).observe(started.elapsed().as_secs_f64());
+    state.metrics().tiles.get_or_create(&label).inc();
+    state.metrics().tile_seconds.get_or_create(&label).observe(started.elapsed().as_secs_f64());
     let bytes: usize = output.outputs.iter().map(Vec::len).sum();
-    state.0.metrics.bytes_out.inc_by(bytes as u64);
+    state.metrics().bytes_out.inc_by(bytes as u64);
     Ok(output.outputs)
 }
 
@@ -165,12 +156,7 @@ pub(crate) async fn stream(
             return Err(e);
         }
     };
-    let limit = state.0.config.limits.max_streams;
-    if state.0.streams.fetch_add(1, Ordering::SeqCst) >= limit {
-        state.0.streams.fetch_sub(1, Ordering::SeqCst);
-        return Err(ApiError::Busy(format!("{limit} tile streams")));
-    }
-    let slot = StreamSlot(state.clone());
+    let slot = state.streams().try_open()?;
     let (tx, rx) = mpsc::channel::<Answer>(state.depth() as usize * 2);
     let due = due.map(|Extension(due)| due);
     let taking = Arc::new(Taking::new());
@@ -239,9 +225,6 @@ impl Drop for Share {
     }
 }
 
-/// Waiting for the front frame's share of the budget.
-type Wanted = std::pin::Pin<Box<dyn Future<Output = Held> + Send>>;
-
 /// One tile stream's parts, handed over once from its handler.
 struct Stream {
     state: AppState,
@@ -304,7 +287,7 @@ impl Stream {
     /// nothing, so the stream ends and the program sees it end early).
     async fn deliver(&self, pieces: Vec<Bytes>, held: Option<Held>) -> bool {
         let answer = (pieces, held.map(|held| Share::new(held, &self.taking)));
-        match tokio::time::timeout(self.state.0.config.limits.stream_idle, self.tx.send(answer)).await {
+        match tokio::time::timeout(self.state.limits().stream_idle, self.tx.send(answer)).await {
             Ok(Ok(())) => true,
             Ok(Err(_)) => false,
             Err(_) => {
@@ -328,12 +311,12 @@ impl Intake {
     /// The next whole frame whose share of the budget is held, taking or asking for its share
     /// first; `Ok(None)` when none is ready (or its share is being waited for).
     fn next(&mut self, stream: &Stream) -> Result<Option<(Bytes, Option<Held>)>, xcd_wire::FrameError> {
-        let (state, limits) = (&stream.state, &stream.state.0.config.limits);
+        let (state, limits) = (&stream.state, stream.state.limits());
         if self.charge.is_none() && self.wanted.is_none() {
             if let Some(cost) = self.splitter.front().and_then(|front| frame_cost(front, &stream.desc, limits)) {
-                match state.0.tile_data.try_take(stream.peer, cost) {
+                match state.budgets().tile_share(stream.peer, cost) {
                     Ok(held) => self.charge = Some(held),
-                    Err(_) => self.wanted = Some(Box::pin(state.0.tile_data.clone().take(stream.peer, cost))),
+                    Err(wait) => self.wanted = Some(wait),
                 }
             }
         }
@@ -373,13 +356,13 @@ impl Intake {
 }
 
 async fn serve_stream(stream: Stream, request: Body) {
-    let limits = &stream.state.0.config.limits;
+    let limits = stream.state.limits();
     let depth = stream.state.depth() as usize;
     let mut data = request.into_data_stream();
     let splitter = FrameSplitter::new(limits.max_frame_bytes);
     let mut intake = Intake { splitter, charge: None, wanted: None, frame_due: None };
     let mut running = FuturesUnordered::new();
-    let mut draining = stream.state.0.drain_rx.clone();
+    let mut draining = stream.state.streams().drain_signal();
     let mut body_done = false;
     loop {
         // Start buffered tiles while there is room on the device, unless draining.
@@ -446,7 +429,7 @@ async fn serve_stream(stream: Stream, request: Body) {
 /// Gives up a stream whose client reads no result: kept among the refusals, and its answer made
 /// due at once, so that its connection is dropped with what HTTP/2 still holds of it.
 fn results_unread(state: &AppState, peer: Peer, desc: &BlockDesc, due: Option<&DueNow>) {
-    let secs = state.0.config.limits.stream_idle.as_secs();
+    let secs = state.limits().stream_idle.as_secs();
     tracing::info!(%peer, "a tile stream of block {} closed: no result read for {secs} s", desc.name);
     let refusal = ApiError::ResultsUnread { block: desc.name.clone(), secs };
     state.refused(peer, refusal.code(), format!("the tile stream of block {}", desc.name));
@@ -485,7 +468,7 @@ pub(crate) async fn one(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(ApiError::from_query)?;
-    let inputs = ApiError::from_body(bytes, state.0.config.limits.max_frame_bytes, "the tile")?;
+    let inputs = ApiError::from_body(bytes, state.limits().max_frame_bytes, "the tile")?;
     let (desc, block, device) = open(&state, &id, query.device.as_deref(), None).await?;
     let texts: Vec<&str> = query
         .params
@@ -528,14 +511,8 @@ pub(crate) async fn one(
         inputs,
     };
     let job = job(&state, &desc, block, frame)?;
-    let limits = &state.0.config.limits;
-    let held = state.0.tile_data.try_take(peer, share(result_bytes(&desc, query.count), limits)).map_err(|short| {
-        let all = limits.tile_bytes >> 20;
-        ApiError::Busy(match short {
-            Short::Client => format!("{} MiB of tile data held for one address (answers not yet read)", all / 2),
-            Short::All => format!("{all} MiB of tile data held"),
-        })
-    })?;
+    let limits = state.limits();
+    let held = state.budgets().take_tile(peer, share(result_bytes(&desc, query.count), limits))?;
     let mut outputs = run(&state, peer, &desc, &device, job).await?;
     let outputs = if outputs.len() == 1 { outputs.swap_remove(0) } else { outputs.concat() };
     let body = Body::new(Holding::new(Body::from(outputs), held));
