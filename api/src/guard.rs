@@ -1,5 +1,5 @@
 //! The check every request but `/healthz` and the page passes first: the secret (an address that
-//! sent too many wrong ones is held back, [`crate::limit`]), then the program's version and data
+//! sent too many wrong ones is held back, [`crate::wrong_secrets`]), then the program's version and data
 //! layout where it sends them (a plain REST read from curl sends neither). A request that passes
 //! proves its connection ([`crate::admission`]). A refused request's body is never kept: it is
 //! read and dropped as it arrives, for a bounded time and size, then answered.

@@ -9,9 +9,13 @@
 //!
 //! Layout:
 //! - [`routes`]: the endpoints (`info`, `blocks`, `tiles`) and [`router`];
+//! - `tile`: one tile's way through the daemon (a run opened, a frame checked into a job, the
+//!   job run and counted), for both tile endpoints; `stream`: the tile stream's task, its intake
+//!   of frames and the taking of its answers;
 //! - [`guard`]: the secret, version and layout checks;
 //! - [`problem`]: [`ApiError`], the one mapping of refusals to problem answers;
-//! - [`state`]: [`AppState`], [`Config`], [`Limits`], [`Secret`];
+//! - [`state`]: [`AppState`] and its rooms (the secret, limits and budgets, the block store,
+//!   open streams, devices), each with private fields; [`Config`], [`Limits`], [`Secret`];
 //! - [`serve`]: the accept loop over TLS or plain TCP, and the graceful drain;
 //! - [`open`]: the requests open on a connection, and when each answer is due;
 //! - [`tls`]: the certificate and key under `XCD_HOME`;
@@ -38,6 +42,8 @@ pub mod proxy;
 pub mod routes;
 pub mod serve;
 pub mod state;
+mod stream;
+mod tile;
 pub mod tls;
 pub mod wrong_secrets;
 

@@ -98,7 +98,7 @@ pub(crate) async fn login(
 }
 
 /// True when the page may be shown: no secret, or the secret given as a bearer (counted like any
-/// other: [`crate::limit`]) or a valid cookie.
+/// other: [`crate::wrong_secrets`]) or a valid cookie.
 /// A valid cookie proves the connection, as the secret does.
 fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> bool {
     if !state.access().is_set() {
