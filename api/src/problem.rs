@@ -78,7 +78,7 @@ pub enum ApiError {
     /// The run's data cannot fit the device.
     #[error("the run needs {needed} bytes on {device}, which has {free} free; run it elsewhere or in smaller blocks")]
     DeclinedMemory {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
         /// Bytes the run needs.
         needed: u64,
@@ -241,7 +241,7 @@ impl From<EngineError> for ApiError {
             EngineError::NoForm { .. } => ApiError::NoForm(e.to_string()),
             EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
             EngineError::BadJob(m) => ApiError::BadFrame(m),
-            EngineError::NotLoaded(m) => ApiError::UnknownBlock(m),
+            EngineError::NotLoaded(id) => ApiError::UnknownBlock(id.to_string()),
             EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
             EngineError::OutOfMemory { device, needed, free } => ApiError::DeclinedMemory { device, needed, free },
             EngineError::Launch { .. }
@@ -355,7 +355,7 @@ mod tests {
         let cases = [
             (EngineError::NoForm { device: d(), block: b(), wanted: xcd_wire::FormKind::Ptx }, ProblemCode::NoForm),
             (EngineError::Load { device: d(), block: b(), reason: r() }, ProblemCode::LoadFailed),
-            (EngineError::NotLoaded(b()), ProblemCode::UnknownBlock),
+            (EngineError::NotLoaded(xcd_wire::BlockId([1; 32])), ProblemCode::UnknownBlock),
             (EngineError::BadJob(r()), ProblemCode::BadFrame),
             (EngineError::TooLarge { device: d(), items: 1, bytes: 2, max: 1 }, ProblemCode::TooLarge),
             (EngineError::WholeTooLarge { device: d(), bytes: 2, max: 1 }, ProblemCode::TooLarge),

@@ -4,11 +4,10 @@
 //! arrays found), and the job run and counted ([`run`]). How frames arrive and results leave is
 //! `crate::stream`'s and the routes'; this module must not read a request body.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use xcd_engine::{DeviceHandle, TileJob, WholeArray};
-use xcd_wire::{BlockDesc, BlockId, TileFrame};
+use xcd_engine::{CheckedJob, DeviceHandle, Loaded, TileJob, WholeArray};
+use xcd_wire::TileFrame;
 
 use crate::activity::Peer;
 use crate::held::result_bytes;
@@ -18,10 +17,8 @@ use crate::state::AppState;
 
 /// A run opened on a device: its block, loaded there.
 pub(crate) struct Opened {
-    /// The block's description.
-    pub(crate) desc: Arc<BlockDesc>,
-    /// Its id.
-    pub(crate) block: BlockId,
+    /// The block, as the device loaded it: its tiles are checked against it.
+    pub(crate) block: Loaded,
     /// The device it runs on.
     pub(crate) device: DeviceHandle,
 }
@@ -36,17 +33,19 @@ pub(crate) async fn open(
     state.admit()?;
     let desc = state.store().find(id)?;
     let (_, handle) = state.devices().pick(device)?;
-    let block = handle.load(desc.clone()).await.map_err(ApiError::from)?;
+    let block = handle.load(desc.clone()).await?;
     if let Some(items) = run_items {
         let per_item: u64 =
             desc.arrays.iter().filter(|a| a.role != xcd_wire::ArrayRole::Whole).map(|a| u64::from(a.elem_size)).sum();
         state.admit_memory(&handle, items.saturating_mul(per_item)).await?;
     }
-    Ok(Opened { desc, block, device: handle })
+    Ok(Opened { block, device: handle })
 }
 
-/// Turns a decoded frame into a device job, checked against the block as the engine checks it.
-pub(crate) fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: TileFrame) -> Result<TileJob, ApiError> {
+/// Turns a decoded frame into a device job, checked against the block once, here: the device
+/// runs it as checked.
+pub(crate) fn job(state: &AppState, block: &Loaded, frame: TileFrame) -> Result<CheckedJob, ApiError> {
+    let desc = block.desc();
     let count = u64::from(frame.tile.count);
     let out_bytes = result_bytes(desc, frame.tile.count);
     let limit = state.limits().max_frame_bytes;
@@ -77,8 +76,8 @@ pub(crate) fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: Til
         let data = state.store().array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
         whole.push(WholeArray { hash: *hash, data });
     }
-    let job = TileJob { block, tile: frame.tile, params: frame.params, inputs, whole };
-    job.check(desc).map_err(ApiError::from)?;
+    let job = TileJob { block: block.id(), tile: frame.tile, params: frame.params, inputs, whole };
+    let job = job.check(block)?;
     state.metrics().bytes_in.inc_by(want);
     Ok(job)
 }
@@ -87,12 +86,12 @@ pub(crate) fn job(state: &AppState, desc: &BlockDesc, block: BlockId, frame: Til
 pub(crate) async fn run(
     state: &AppState,
     peer: Peer,
-    desc: &BlockDesc,
     device: &DeviceHandle,
-    job: TileJob,
+    job: CheckedJob,
 ) -> Result<Vec<Vec<u8>>, ApiError> {
     let started = Instant::now();
-    let items = u64::from(job.tile.count);
+    let items = u64::from(job.job().tile.count);
+    let desc = job.desc().clone();
     let in_flight = state.in_flight(device);
     let result = device.run(job).await;
     drop(in_flight);

@@ -20,7 +20,7 @@ pub enum TlsError {
     /// A file could not be read or written.
     #[error("{path}: {error}")]
     Io {
-        /// The file.
+        /// The file read or written.
         path: PathBuf,
         /// What went wrong.
         error: std::io::Error,
@@ -38,7 +38,7 @@ pub enum TlsError {
     /// A file is not PEM of the expected kind.
     #[error("{path} is not a PEM {what}: {error}")]
     Pem {
-        /// The file.
+        /// The file read or written.
         path: PathBuf,
         /// Certificate or key.
         what: &'static str,

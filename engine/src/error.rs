@@ -1,6 +1,6 @@
 //! Device errors: small, and each says what to do.
 
-use xcd_wire::FormKind;
+use xcd_wire::{BlockId, FormKind};
 
 /// Why a device could not load a block or run a tile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -10,9 +10,9 @@ pub enum EngineError {
         "{device} needs the {wanted} form and block {block} carries none: send the block's WGSL, from which every device makes its own form"
     )]
     NoForm {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// The form this device takes.
         wanted: FormKind,
@@ -20,23 +20,23 @@ pub enum EngineError {
     /// The device rejected the kernel.
     #[error("{device} could not load block {block}: {reason}")]
     Load {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// What the driver said.
         reason: String,
     },
     /// A tile arrived for a block that was never loaded here.
     #[error("block {0} is not loaded on this device: load it first")]
-    NotLoaded(String),
+    NotLoaded(BlockId),
     /// The job does not fit the block's description.
     #[error("bad tile: {0}")]
     BadJob(String),
     /// The tile does not fit the device's buffers.
     #[error("tile of {items} items needs {bytes} bytes in one buffer; {device} allows {max}: use smaller tiles")]
     TooLarge {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
         /// Items in the tile.
         items: u32,
@@ -50,7 +50,7 @@ pub enum EngineError {
         "a whole array of {bytes} bytes is over what {device} binds in one array ({max} bytes): split it into smaller arrays"
     )]
     WholeTooLarge {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
         /// The array's bytes.
         bytes: u64,
@@ -62,7 +62,7 @@ pub enum EngineError {
         "{device} has no room for {needed} bytes of buffers ({free} free for work): use smaller tiles or blocks, or run elsewhere"
     )]
     OutOfMemory {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
         /// Bytes the tile needed at once.
         needed: u64,
@@ -73,9 +73,9 @@ pub enum EngineError {
     /// The kernel failed on the device.
     #[error("{device} failed running block {block}: {reason}")]
     Launch {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// What the driver said.
         reason: String,
@@ -86,9 +86,9 @@ pub enum EngineError {
         "{device} ran a tile of block {block} for more than {seconds} s (the tile deadline) and was taken out of service: the kernel may never end; make its tiles end sooner, or raise the deadline"
     )]
     Deadline {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// The deadline, in seconds.
         seconds: u64,
@@ -100,9 +100,9 @@ pub enum EngineError {
         "{device} could not run a tile of block {block} exactly: {reason}, so this tile must run on another device"
     )]
     Inexact {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// What happened, in a person's words.
         reason: String,
@@ -110,9 +110,9 @@ pub enum EngineError {
     /// The device is gone (driver reset, panic in the driver wrapper, owner stopped).
     #[error("{device} is out of service: {reason}")]
     DeviceLost {
-        /// Device id.
+        /// The device, as `GET /v1/devices` and the report name it.
         device: String,
-        /// Why.
+        /// What the driver said, or what went wrong.
         reason: String,
     },
 }

@@ -1,4 +1,6 @@
-//! One tile's work for a device, and its results, checked against the block before any upload.
+//! One tile's work for a device, and its results, checked against the block before any upload:
+//! a daemon checks each tile once, at its edge, into a [`CheckedJob`] against the block it
+//! [`Loaded`]; a program's tiles ([`crate::DeviceHandle::run_blocking`]) are checked in the engine.
 
 use std::sync::Arc;
 
@@ -47,9 +49,65 @@ pub struct TileOutput {
     pub outputs: Vec<Vec<u8>>,
 }
 
+/// A block loaded on a device ([`crate::DeviceHandle::load`]): its id and description, so that a
+/// tile can be checked against it without finding the block again.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    id: BlockId,
+    desc: Arc<BlockDesc>,
+}
+
+impl Loaded {
+    pub(crate) fn new(id: BlockId, desc: Arc<BlockDesc>) -> Loaded {
+        Loaded { id, desc }
+    }
+
+    /// The block's id.
+    pub fn id(&self) -> BlockId {
+        self.id
+    }
+
+    /// The block's description.
+    pub fn desc(&self) -> &Arc<BlockDesc> {
+        &self.desc
+    }
+}
+
+/// A job checked against its loaded block ([`TileJob::check`]): the only kind
+/// [`crate::DeviceHandle::run`] takes, which then neither checks it again nor looks its block up.
+#[derive(Debug)]
+pub struct CheckedJob {
+    job: TileJob,
+    desc: Arc<BlockDesc>,
+}
+
+impl CheckedJob {
+    /// The job.
+    pub fn job(&self) -> &TileJob {
+        &self.job
+    }
+
+    /// Its block's description.
+    pub fn desc(&self) -> &Arc<BlockDesc> {
+        &self.desc
+    }
+}
+
 impl TileJob {
+    /// Checks that the job is for `block` and fits it ([`TileJob::fits`]).
+    pub fn check(self, block: &Loaded) -> Result<CheckedJob, EngineError> {
+        if self.block != block.id {
+            return Err(EngineError::BadJob(format!(
+                "the tile is for block {}, checked against block {} ({})",
+                self.block, block.id, block.desc.name
+            )));
+        }
+        self.fits(&block.desc)?;
+        Ok(CheckedJob { job: self, desc: block.desc.clone() })
+    }
+
     /// Checks that the job fits the block: parameter count, input sizes, whole arrays.
-    pub fn check(&self, desc: &BlockDesc) -> Result<(), EngineError> {
+    pub fn fits(&self, desc: &BlockDesc) -> Result<(), EngineError> {
         let bad = |msg: String| Err(EngineError::BadJob(msg));
         if self.tile.count == 0 {
             return bad("a tile must hold at least one item".into());

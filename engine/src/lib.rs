@@ -30,7 +30,7 @@ pub mod whole;
 
 pub use error::EngineError;
 pub use forms::{FormPolicy, form_for, forms_taken, native_form};
-pub use job::{TileJob, TileOutput, WholeArray};
+pub use job::{CheckedJob, Loaded, TileJob, TileOutput, WholeArray};
 pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
 
 use std::cell::{Cell, RefCell};

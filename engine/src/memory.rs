@@ -21,14 +21,14 @@ use crate::whole::WholeCache;
 pub(crate) enum Short<E> {
     /// The buffers would pass the device's budget even with everything else let go.
     Budget {
-        /// Bytes wanted.
+        /// The bytes the tile's buffers need.
         needed: u64,
         /// Bytes the budget has room for, with everything else let go.
         room: u64,
     },
     /// The driver had no room, even with everything else let go.
     Driver {
-        /// Bytes wanted.
+        /// The bytes the tile's buffers need.
         needed: u64,
     },
     /// The driver failed otherwise.

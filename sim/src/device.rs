@@ -67,7 +67,7 @@ impl Backend for SimDevice {
     }
 
     fn run(&mut self, desc: &BlockDesc, job: &TileJob, _deadline: Duration) -> Result<TileOutput, EngineError> {
-        let program = self.kernels.get(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+        let program = self.kernels.get(&job.block).ok_or(EngineError::NotLoaded(job.block))?;
         let count = job.tile.count;
         let mut inputs = job.inputs.iter();
         let mut wholes = job.whole.iter();

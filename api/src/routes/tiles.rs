@@ -86,7 +86,8 @@ pub(crate) async fn one(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(ApiError::from_query)?;
     let inputs = ApiError::from_body(bytes, state.limits().max_frame_bytes, "the tile")?;
-    let Opened { desc, block, device } = tile::open(&state, &id, query.device.as_deref(), None).await?;
+    let Opened { block, device } = tile::open(&state, &id, query.device.as_deref(), None).await?;
+    let desc = block.desc().clone();
     let texts: Vec<&str> = query
         .params
         .as_deref()
@@ -127,10 +128,10 @@ pub(crate) async fn one(
         wholes,
         inputs,
     };
-    let job = tile::job(&state, &desc, block, frame)?;
+    let job = tile::job(&state, &block, frame)?;
     let limits = state.limits();
     let held = state.budgets().take_tile(peer, share(result_bytes(&desc, query.count), limits))?;
-    let mut outputs = tile::run(&state, peer, &desc, &device, job).await?;
+    let mut outputs = tile::run(&state, peer, &device, job).await?;
     let outputs = if outputs.len() == 1 { outputs.swap_remove(0) } else { outputs.concat() };
     let body = Body::new(Holding::new(Body::from(outputs), held));
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())

@@ -24,7 +24,7 @@ impl Intake {
     pub(super) fn next(&mut self, stream: &Stream) -> Result<Option<(Bytes, Option<Held>)>, xcd_wire::FrameError> {
         let (state, limits) = (&stream.state, stream.state.limits());
         if self.charge.is_none() && self.wanted.is_none() {
-            if let Some(cost) = self.splitter.front().and_then(|front| frame_cost(front, &stream.desc, limits)) {
+            if let Some(cost) = self.splitter.front().and_then(|front| frame_cost(front, stream.block.desc(), limits)) {
                 match state.budgets().tile_share(stream.peer, cost) {
                     Ok(held) => self.charge = Some(held),
                     Err(wait) => self.wanted = Some(wait),

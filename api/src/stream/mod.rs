@@ -25,9 +25,9 @@ use std::sync::atomic::Ordering;
 use axum::body::{Body, Bytes};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
-use xcd_engine::DeviceHandle;
+use xcd_engine::{DeviceHandle, Loaded};
 use xcd_wire::frame::{STREAM_TAG, UNKNOWN_TAG};
-use xcd_wire::{BlockDesc, BlockId, FrameSplitter, ProblemCode, TileFrame, result_pieces};
+use xcd_wire::{BlockDesc, FrameSplitter, ProblemCode, TileFrame, result_pieces};
 
 use crate::activity::Peer;
 use crate::held::Held;
@@ -53,8 +53,8 @@ pub(crate) fn serve(
     let taken = taking.clone();
     tokio::spawn(async move {
         let _slot = slot;
-        let Opened { desc, block, device } = opened;
-        let stream = Stream { state, peer, desc, block, device, tx, due, taking };
+        let Opened { block, device } = opened;
+        let stream = Stream { state, peer, block, device, tx, due, taking };
         serve_stream(stream, request).await;
     });
     // Each message is one frame in pieces (`result_pieces`), sent on in order; its tile's share
@@ -79,8 +79,7 @@ type Answer = (Vec<Bytes>, Option<Share>);
 pub(crate) struct Stream {
     state: AppState,
     peer: Peer,
-    desc: Arc<BlockDesc>,
-    block: BlockId,
+    block: Loaded,
     device: DeviceHandle,
     /// The answers, in the order tiles end.
     tx: mpsc::Sender<Answer>,
@@ -96,19 +95,19 @@ impl Stream {
 
     /// Keeps a refusal of this stream's kind among the refusals.
     fn refused(&self, code: ProblemCode, what: &str) {
-        self.state.refused(self.peer, code, format!("{what} of block {}", self.desc.name));
+        self.state.refused(self.peer, code, format!("{what} of block {}", self.block.desc().name));
     }
 
     /// Runs one frame's tile: its result pieces, or a problem frame for its tag, with the
     /// budget's share it held.
     fn tile(&self, frame: Bytes, held: Option<Held>) -> impl Future<Output = (Vec<Bytes>, Option<Held>)> + use<> {
-        let (state, peer, desc, device, block) =
-            (self.state.clone(), self.peer, self.desc.clone(), self.device.clone(), self.block);
+        let (state, peer, device, block) = (self.state.clone(), self.peer, self.device.clone(), self.block.clone());
         async move {
             let frame = match TileFrame::decode(&frame) {
                 Ok(frame) => frame,
                 Err(e) => {
-                    state.refused(peer, ProblemCode::BadFrame, format!("a tile frame for block {}", desc.name));
+                    let name = &block.desc().name;
+                    state.refused(peer, ProblemCode::BadFrame, format!("a tile frame for block {name}"));
                     let tag = frame
                         .get(4..8)
                         .map_or(UNKNOWN_TAG, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -117,14 +116,14 @@ impl Stream {
                 }
             };
             let tag = frame.tag;
-            let result = match tile::job(&state, &desc, block, frame) {
-                Ok(job) => tile::run(&state, peer, &desc, &device, job).await,
+            let result = match tile::job(&state, &block, frame) {
+                Ok(job) => tile::run(&state, peer, &device, job).await,
                 Err(e) => Err(e),
             };
             let pieces = match result {
                 Ok(outputs) => result_pieces(tag, outputs),
                 Err(e) => {
-                    state.refused(peer, e.code(), format!("a tile of block {}", desc.name));
+                    state.refused(peer, e.code(), format!("a tile of block {}", block.desc().name));
                     e.problem_frame(tag)
                 }
             };
@@ -141,7 +140,7 @@ impl Stream {
             Ok(Ok(())) => true,
             Ok(Err(_)) => false,
             Err(_) => {
-                results_unread(&self.state, self.peer, &self.desc, self.due.as_ref());
+                results_unread(&self.state, self.peer, self.block.desc(), self.due.as_ref());
                 false
             }
         }
@@ -191,7 +190,7 @@ async fn serve_stream(stream: Stream, request: Body) {
                 if intake.wanted.is_some() && taking.holding.load(Ordering::SeqCst) > 0 =>
             {
                 if taking.last().elapsed() >= limits.stream_idle {
-                    results_unread(&stream.state, stream.peer, &stream.desc, stream.due.as_ref());
+                    results_unread(&stream.state, stream.peer, stream.block.desc(), stream.due.as_ref());
                     return;
                 }
             }

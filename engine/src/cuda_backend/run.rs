@@ -135,7 +135,7 @@ impl Live {
 
     /// Launches the tile's kernel on the device's stream.
     fn launch(&self, setup: &Setup, desc: &BlockDesc, job: &TileJob) -> Result<(), EngineError> {
-        let function = self.kernels.get(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+        let function = self.kernels.get(&job.block).ok_or(EngineError::NotLoaded(job.block))?;
         let hashes: Vec<[u8; 32]> = job.whole.iter().map(|w| w.hash).collect();
         let (tiles, wholes) = self.memory.bound(&job.block, &hashes);
         let unbound = || EngineError::BadJob("a buffer of the tile is not on the device".into());

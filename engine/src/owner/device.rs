@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
 
-use super::{Backend, Command};
-use crate::{EngineError, TileJob, TileOutput};
+use super::{Backend, Command, Job};
+use crate::{EngineError, Loaded, TileOutput};
 
 /// The first wait before trying to bring a device back; it doubles after each failed try.
 const RECOVER_FIRST: Duration = Duration::from_secs(5);
@@ -76,27 +76,34 @@ impl Core {
     }
 
     /// Loads a block unless it is loaded already.
-    pub(super) fn load(&mut self, desc: &Arc<BlockDesc>) -> Result<BlockId, EngineError> {
+    pub(super) fn load(&mut self, desc: &Arc<BlockDesc>) -> Result<Loaded, EngineError> {
         if let Some(reason) = &self.lost {
             return Err(self.gone(reason));
         }
         let id = desc.id();
-        if self.loaded.contains_key(&id) {
-            return Ok(id);
+        if let Some(loaded) = self.loaded.get(&id) {
+            return Ok(Loaded::new(id, loaded.clone()));
         }
         desc.validate().map_err(|e| EngineError::BadJob(e.to_string()))?;
         self.guarded(|backend| backend.load(id, desc))?;
         self.loaded.insert(id, desc.clone());
-        Ok(id)
+        Ok(Loaded::new(id, desc.clone()))
     }
 
-    /// Runs one tile of a loaded block.
-    pub(super) fn run(&mut self, job: &TileJob) -> Result<TileOutput, EngineError> {
+    /// Runs one tile of a loaded block: a checked job as it is, an unchecked one once its block
+    /// is found and it fits.
+    pub(super) fn run(&mut self, job: &Job) -> Result<TileOutput, EngineError> {
         if let Some(reason) = &self.lost {
             return Err(self.gone(reason));
         }
-        let desc = self.loaded.get(&job.block).cloned().ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
-        job.check(&desc)?;
+        let (desc, job) = match job {
+            Job::Checked(checked) => (checked.desc().clone(), checked.job()),
+            Job::Unchecked(job) => {
+                let desc = self.loaded.get(&job.block).cloned().ok_or(EngineError::NotLoaded(job.block))?;
+                job.fits(&desc)?;
+                (desc, job)
+            }
+        };
         let deadline = self.deadline;
         self.guarded(|backend| backend.run(&desc, job, deadline))
     }

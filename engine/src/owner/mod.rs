@@ -39,12 +39,13 @@ use tokio::sync::{mpsc, oneshot};
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
 
 use self::device::Core;
-use crate::{EngineError, TileJob, TileOutput};
+use crate::{CheckedJob, EngineError, Loaded, TileJob, TileOutput};
 
 /// One device of one GPU API, driven by one thread at a time.
 ///
 /// Implementations keep their own compiled kernels and buffers between calls, and may assume
-/// that a job has been checked against its block ([`TileJob::check`]) before `run` is called.
+/// that a job fits its block ([`TileJob::fits`]: checked at the daemon's edge or by the owner)
+/// before `run` is called.
 pub trait Backend: Send + 'static {
     /// The device's description, as discovered.
     fn info(&self) -> &DeviceInfo;
@@ -73,10 +74,17 @@ pub trait Backend: Send + 'static {
 /// caller says otherwise ([`spawn_with`]).
 pub const DEFAULT_TILE_DEADLINE: Duration = Duration::from_secs(60);
 
+/// A tile for the owner: checked at the caller's edge against its loaded block, or to be checked
+/// here (a program's, whose block the engine finds).
+pub(super) enum Job {
+    Checked(CheckedJob),
+    Unchecked(TileJob),
+}
+
 enum Command {
     Status(oneshot::Sender<DeviceInfo>),
-    Load(Arc<BlockDesc>, oneshot::Sender<Result<BlockId, EngineError>>),
-    Run(TileJob, oneshot::Sender<Result<TileOutput, EngineError>>),
+    Load(Arc<BlockDesc>, oneshot::Sender<Result<Loaded, EngineError>>),
+    Run(Job, oneshot::Sender<Result<TileOutput, EngineError>>),
     /// Sent by the owner's own timer while the device is out of service.
     Recover,
 }
@@ -235,7 +243,7 @@ impl DeviceHandle {
 
     /// Runs `job` on this thread if it may (see the module's doc); `None` if it must go to the
     /// owner.
-    fn run_here(&self, job: &TileJob) -> Option<Result<TileOutput, EngineError>> {
+    fn run_here(&self, job: &Job) -> Option<Result<TileOutput, EngineError>> {
         let shared = &self.owner.shared;
         if !shared.any_thread || shared.queued.load(Ordering::Acquire) != 0 {
             return None;
@@ -261,14 +269,16 @@ impl DeviceHandle {
         self.send(Command::Status)?.await.map_err(|_| self.lost())
     }
 
-    /// Loads a block (compiles its kernel) unless already loaded; returns its id.
-    pub async fn load(&self, desc: Arc<BlockDesc>) -> Result<BlockId, EngineError> {
+    /// Loads a block (compiles its kernel) unless already loaded; returns it as loaded, to check
+    /// its tiles against ([`TileJob::check`]).
+    pub async fn load(&self, desc: Arc<BlockDesc>) -> Result<Loaded, EngineError> {
         self.send(|r| Command::Load(desc, r))?.await.map_err(|_| self.lost())?
     }
 
-    /// Runs one tile of a loaded block on the owner thread.
-    pub async fn run(&self, job: TileJob) -> Result<TileOutput, EngineError> {
-        self.send(|r| Command::Run(job, r))?.await.map_err(|_| self.lost())?
+    /// Runs one checked tile of a loaded block on the owner thread, neither checking it again nor
+    /// finding its block (the backend finds its kernel).
+    pub async fn run(&self, job: CheckedJob) -> Result<TileOutput, EngineError> {
+        self.send(|r| Command::Run(Job::Checked(job), r))?.await.map_err(|_| self.lost())?
     }
 
     /// [`status`](Self::status) for callers outside an async runtime.
@@ -279,14 +289,17 @@ impl DeviceHandle {
         self.send(Command::Status)?.blocking_recv().map_err(|_| self.lost())
     }
 
-    /// [`load`](Self::load) for callers outside an async runtime.
+    /// [`load`](Self::load) for callers outside an async runtime; returns the block's id.
     pub fn load_blocking(&self, desc: Arc<BlockDesc>) -> Result<BlockId, EngineError> {
-        self.send(|r| Command::Load(desc, r))?.blocking_recv().map_err(|_| self.lost())?
+        let loaded = self.send(|r| Command::Load(desc, r))?.blocking_recv().map_err(|_| self.lost())??;
+        Ok(loaded.id())
     }
 
-    /// [`run`](Self::run) for callers outside an async runtime: on this thread when the device
-    /// allows it and is idle, else on the owner thread.
+    /// [`run`](Self::run) for callers outside an async runtime, with a job the engine checks
+    /// against its loaded block: on this thread when the device allows it and is idle, else on
+    /// the owner thread.
     pub fn run_blocking(&self, job: TileJob) -> Result<TileOutput, EngineError> {
+        let job = Job::Unchecked(job);
         if let Some(result) = self.run_here(&job) {
             return result;
         }

@@ -164,12 +164,29 @@ fn async_callers_tiles_run_on_the_owner_thread() {
     let (handle, _) = recorder_with(script.clone());
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     runtime.block_on(async {
-        let id = handle.load(block()).await.expect("loads");
+        let loaded = handle.load(block()).await.expect("loads");
         for _ in 0..3 {
-            handle.run(job(id)).await.expect("runs");
+            handle.run(job(loaded.id()).check(&loaded).expect("fits")).await.expect("runs");
         }
     });
     assert_eq!(*script.ran_on.lock(), ["xc-device vulkan:recorder"; 3]);
+}
+
+#[test]
+fn a_tile_is_checked_against_the_block_it_names_whether_checked_first_or_not() {
+    let (handle, _) = recorder_with(Script::default());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let other = Arc::new(BlockDesc { name: "other".into(), ..(*block()).clone() });
+    let (a, b) = runtime
+        .block_on(async { (handle.load(block()).await.expect("loads"), handle.load(other).await.expect("loads")) });
+    let error = job(a.id()).check(&b).expect_err("the tile names another block");
+    assert!(matches!(&error, EngineError::BadJob(m) if m.contains("checked against block")), "{error}");
+    let empty = TileJob { tile: Tile { start: 0, count: 0 }, ..job(a.id()) };
+    let error = empty.clone().check(&a).expect_err("no items");
+    assert!(matches!(error, EngineError::BadJob(_)), "{error}");
+    let error = handle.run_blocking(empty).expect_err("the engine checks a program's tile itself");
+    assert!(matches!(error, EngineError::BadJob(_)), "{error}");
+    assert!(handle.out_of_service().is_none(), "a bad tile is the caller's fault, not the device's");
 }
 
 /// Runs one tile that goes wrong as `script` says, on the caller's thread: the device is out of

@@ -47,7 +47,7 @@ impl WgpuDevice {
                 k.used = runs;
                 k.capacity < job.tile.count
             })
-            .ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+            .ok_or(EngineError::NotLoaded(id))?;
         if needs_growth {
             self.grow(id, desc, job.tile.count)?;
         }
@@ -74,7 +74,7 @@ impl WgpuDevice {
 
     /// Grows the block's uniform buffer to `bytes` where it is smaller.
     pub(super) fn ensure_uniform(&mut self, id: xcd_wire::BlockId, bytes: u64) -> Result<(), EngineError> {
-        let kernel = self.kernels.get_mut(&id).ok_or_else(|| EngineError::NotLoaded(id.to_string()))?;
+        let kernel = self.kernels.get_mut(&id).ok_or(EngineError::NotLoaded(id))?;
         if kernel.uniform.size() < bytes {
             kernel.uniform = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("uniform"),

@@ -427,7 +427,7 @@ impl Backend for WgpuDevice {
         let wholes = self.ready(desc, job)?;
         let plan = self.plan(desc, job);
         self.ensure_uniform(job.block, plan.uniform.len() as u64)?;
-        let kernel = self.kernels.get(&job.block).ok_or_else(|| EngineError::NotLoaded(job.block.to_string()))?;
+        let kernel = self.kernels.get(&job.block).ok_or(EngineError::NotLoaded(job.block))?;
         let needed = kernel.held + job.whole.iter().map(|w| w.data.len() as u64).sum::<u64>();
         let submitted =
             self.scoped(needed, || self.submit(kernel, desc, job, &wholes, &plan), |e| self.failed(desc, e))?;
