@@ -1,7 +1,7 @@
 //! Benchmarks of local devices: the escape block on each local device, and the cost of a tile
 //! (many tiny tiles against one big tile of the same block, on each device).
 //!
-//! Run with `cargo bench -p xcd-runtime --bench local`; figures go in docs/performance.md.
+//! Run with `cargo bench -p xcd-kernels --bench local`; figures go in docs/performance.md.
 #![allow(missing_docs)] // criterion_group! makes undocumented public functions
 
 use std::hint::black_box;
