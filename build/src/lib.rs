@@ -36,9 +36,9 @@ pub enum BuildError {
     /// A kernel file could not be read.
     #[error("{path}: cannot read it: {source}")]
     Read {
-        /// The file.
+        /// The kernel file, as the builder was given it.
         path: String,
-        /// Why.
+        /// What the file system said.
         source: std::io::Error,
     },
     /// A kernel is wrong: where, and what naga or xcd-forms said.
@@ -49,20 +49,27 @@ pub enum BuildError {
         "{path}: a block is named after its file, and {stem:?} is not a name: call the file NAME.wgsl with NAME made of letters, digits and _"
     )]
     Name {
-        /// The file.
+        /// The kernel file, as the builder was given it.
         path: String,
-        /// Its stem.
+        /// Its name without `.wgsl`, which would name the block.
         stem: String,
     },
     /// Two files give blocks of one name.
-    #[error("{0} and {1} would both make block {2}: give them different names")]
-    Twice(String, String, String),
+    #[error("{first} and {second} would both make block {block}: give them different names")]
+    Twice {
+        /// The file met first.
+        first: String,
+        /// The file met second.
+        second: String,
+        /// The block both would make.
+        block: String,
+    },
     /// Output could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
-        /// The file.
+        /// The file or folder under `OUT_DIR` being written.
         path: String,
-        /// Why.
+        /// What the file system said.
         source: std::io::Error,
     },
     /// `OUT_DIR` is not set: not run by cargo, and no `out_dir` given.
@@ -156,7 +163,7 @@ impl Builder {
                 return Err(BuildError::Name { path, stem });
             }
             if let Some((other, _)) = names.iter().find(|(_, n)| *n == stem) {
-                return Err(BuildError::Twice(other.clone(), path, stem));
+                return Err(BuildError::Twice { first: other.clone(), second: path, block: stem });
             }
             names.push((path.clone(), stem.clone()));
             let wgsl =

@@ -80,7 +80,7 @@ pub enum FormsError {
     Abi {
         /// Where, when known.
         at: Option<Location>,
-        /// How.
+        /// What the kernel does that the ABI does not allow, and what to do instead.
         what: String,
     },
     /// The kernel's bindings differ from the block description's.

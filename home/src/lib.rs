@@ -20,7 +20,7 @@ pub enum HomeError {
     /// The file could not be read or written.
     #[error("{path}: {error}")]
     Io {
-        /// The file.
+        /// The file read or written.
         path: PathBuf,
         /// What went wrong.
         error: std::io::Error,
@@ -28,7 +28,7 @@ pub enum HomeError {
     /// The file is not a flat TOML table of strings.
     #[error("{path} is not a settings file ({error}): fix the line it names, or remove the file to start afresh")]
     Parse {
-        /// The file.
+        /// The file read or written.
         path: PathBuf,
         /// The parser's complaint.
         error: String,

@@ -72,30 +72,51 @@ macro_rules! include_blocks {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A setting in the environment is wrong.
-    #[error("{0}")]
-    Settings(String),
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
     /// The block's description is not usable.
     #[error(transparent)]
     Desc(#[from] DescError),
     /// The run's arguments do not fit the block.
     #[error("block {block}: {msg}")]
     Args {
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
-        /// What does not fit.
+        /// What does not fit, and what would.
         msg: String,
     },
     /// The settings leave no worker to run tiles.
     #[error("no worker can run tiles: {0}")]
-    NoWorkers(String),
+    NoWorkers(#[from] roster::NoWorkers),
     /// Every worker failed before the block completed.
-    #[error("block {block} did not complete: every worker failed ({reasons})")]
+    #[error("block {block} did not complete: every worker failed ({failures})")]
     Failed {
-        /// Block name.
+        /// The block, by the name its description gives.
         block: String,
         /// Each worker's failure.
-        reasons: String,
+        failures: Failures,
     },
+}
+
+/// Each worker that failed in a run, and why: `name: why; name: why`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Failures(pub Vec<(String, String)>);
+
+impl std::fmt::Display for Failures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write_joined(f, self.0.iter().map(|(worker, why)| format!("{worker}: {why}")))
+    }
+}
+
+/// Writes `items` one after another, `; ` between.
+pub(crate) fn write_joined(
+    f: &mut std::fmt::Formatter<'_>,
+    items: impl IntoIterator<Item = impl std::fmt::Display>,
+) -> std::fmt::Result {
+    for (i, item) in items.into_iter().enumerate() {
+        write!(f, "{}{item}", if i == 0 { "" } else { "; " })?;
+    }
+    Ok(())
 }
 
 /// A program's par context: its workers and settings, made once and used for every run.
@@ -185,7 +206,7 @@ impl Par {
             let (left, choice) = run.place(&self.placements, Work::new(args.arrays, n));
             report.placement = choice;
             if !left.is_empty() {
-                return Err(RunError::Failed { block: block.desc.name.clone(), reasons: run.failures() });
+                return Err(RunError::Failed { block: block.desc.name.clone(), failures: run.failures() });
             }
         }
         let (ctx, stats) = run.finish();

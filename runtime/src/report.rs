@@ -10,7 +10,7 @@ use crate::schedule::WorkerStats;
 /// What one run of a block did.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    /// Block name.
+    /// The block, by the name its description gives.
     pub block: String,
     /// Where the program ran it: `file:line`.
     pub source: String,

@@ -18,6 +18,43 @@ use crate::worker::remote::workers_of;
 use crate::worker::{CpuWorker, GpuWorker, RemoteWorker, Worker};
 use crate::{RunError, settings};
 
+/// Why the settings leave no worker to run tiles.
+#[derive(Debug, thiserror::Error)]
+pub enum NoWorkers {
+    /// Every daemon the program was told to use is out of reach, and no local worker may run.
+    #[error("{}", Joined(.0))]
+    Unreachable(Vec<RemoteError>),
+    /// `XC_PAR_WORKERS` allows none of the workers here.
+    #[error("{var} allows none of this machine's workers ({})", .workers.join(", "), var = settings::XC_PAR_WORKERS)]
+    NoneAllowed {
+        /// The workers here, by name.
+        workers: Vec<String>,
+    },
+    /// `XC_PAR_WORKERS` names a worker that is not here.
+    #[error("{var} names {name}, which is not here; workers: {}", .workers.join(", "), var = settings::XC_PAR_WORKERS)]
+    NotHere {
+        /// The worker named.
+        name: String,
+        /// The workers here, by name.
+        workers: Vec<String>,
+    },
+    /// The CPU worker's threads could not start.
+    #[error("cannot start the CPU worker's threads: {0}")]
+    CpuThreads(#[source] rayon::ThreadPoolBuildError),
+    /// The remote workers' runtime could not start.
+    #[error("cannot start the remote workers' runtime: {0}")]
+    RemoteRuntime(#[source] std::io::Error),
+}
+
+/// Errors written one after another, `; ` between.
+struct Joined<'e, E>(&'e [E]);
+
+impl<E: std::fmt::Display> std::fmt::Display for Joined<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::write_joined(f, self.0)
+    }
+}
+
 /// How often a named daemon that could not be reached is tried again.
 const MISSING_RETRY: Duration = Duration::from_secs(5);
 
@@ -81,13 +118,9 @@ impl Roster {
         }
         if workers.is_empty() {
             if !remote.errors.is_empty() {
-                let reasons: Vec<String> = remote.errors.iter().map(ToString::to_string).collect();
-                return Err(RunError::NoWorkers(reasons.join("; ")));
+                return Err(NoWorkers::Unreachable(remote.errors).into());
             }
-            return Err(RunError::NoWorkers(format!(
-                "XC_PAR_WORKERS allows none of this machine's workers ({})",
-                names.join(", ")
-            )));
+            return Err(NoWorkers::NoneAllowed { workers: names }.into());
         }
         if settings.report {
             for line in lines {
@@ -222,7 +255,7 @@ fn local_workers(
         let pool = rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("xc-cpu-{i}"))
             .build()
-            .map_err(|e| RunError::NoWorkers(format!("cannot start the CPU worker's threads: {e}")))?;
+            .map_err(NoWorkers::CpuThreads)?;
         workers.push(Arc::new(CpuWorker::new(pool)));
     }
     for device in inventory.devices {
@@ -243,7 +276,7 @@ fn start_remote(settings: &Settings, home: &Home, lines: &mut Vec<String>) -> Re
         .thread_name("xc-remote")
         .enable_all()
         .build()
-        .map_err(|e| RunError::NoWorkers(format!("cannot start the remote workers' runtime: {e}")))?;
+        .map_err(NoWorkers::RemoteRuntime)?;
     let mut start = RemoteStart::default();
     let mut found = Vec::new();
     if settings.discovers() {
@@ -294,11 +327,7 @@ fn check_named(settings: &Settings, names: &[String]) -> Result<(), RunError> {
         if let WorkerChoice::Named { name, .. } = choice
             && !names.contains(name)
         {
-            return Err(RunError::NoWorkers(format!(
-                "{} names {name}, which is not here; workers: {}",
-                settings::XC_PAR_WORKERS,
-                names.join(", ")
-            )));
+            return Err(NoWorkers::NotHere { name: name.clone(), workers: names.to_vec() }.into());
         }
     }
     Ok(())

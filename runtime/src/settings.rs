@@ -26,6 +26,38 @@ pub const XC_PAR_TRACE: &str = "XC_PAR_TRACE";
 /// `XCC_HOME`: where settings and pins live (default `~/.xcc`).
 pub const XCC_HOME: &str = "XCC_HOME";
 
+/// A setting in the environment that is wrong, and what to set instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// `XC_PAR_WORKERS` names something that is not a worker.
+    #[error(
+        "{var}={value}: {item:?} is not a worker; use local, cpu, gpu, remote or a worker name such as gpu:vulkan:…",
+        var = XC_PAR_WORKERS
+    )]
+    NotAWorker {
+        /// The whole setting.
+        value: String,
+        /// The item in it that is not a worker.
+        item: String,
+    },
+    /// `XC_PAR` is not one of its modes.
+    #[error(
+        "{var}={0}: use auto, cpu (this machine's cores), gpu (this machine's GPUs) or gpus (every GPU, local and remote)",
+        var = XC_PAR
+    )]
+    Mode(String),
+    /// `XC_PAR_REPORT` is neither on nor off.
+    #[error("{var}={0}: use 1 to report, 0 not to", var = XC_PAR_REPORT)]
+    Report(String),
+    /// `XC_PAR_TRACE` does not name a monitor.
+    #[error(
+        "{var}={0}: name the monitor as host:port, e.g. monitor-host:{port}",
+        var = XC_PAR_TRACE,
+        port = xcd_wire::trace::TRACE_PORT
+    )]
+    Trace(String),
+}
+
 /// Where settings come from.
 pub trait Env {
     /// The variable's value, if set.
@@ -63,7 +95,7 @@ pub enum WorkerChoice {
     Named {
         /// `gpu` or `remote`.
         kind: WorkerKind,
-        /// The name.
+        /// The worker's name, as the report gives it (`gpu:vulkan:…`).
         name: String,
     },
 }
@@ -138,9 +170,7 @@ impl Settings {
                     name => WorkerChoice::named(name),
                 };
                 let Some(choice) = choice else {
-                    return Err(RunError::Settings(format!(
-                        "{XC_PAR_WORKERS}={value}: {item:?} is not a worker; use local, cpu, gpu, remote or a worker name such as gpu:vulkan:…"
-                    )));
+                    return Err(SettingsError::NotAWorker { value: value.clone(), item: item.to_owned() }.into());
                 };
                 settings.workers.push(choice);
             }
@@ -151,18 +181,14 @@ impl Settings {
                 "cpu" => ParMode::Cpu,
                 "gpu" => ParMode::Gpu,
                 "gpus" => ParMode::Gpus,
-                other => {
-                    return Err(RunError::Settings(format!(
-                        "{XC_PAR}={other}: use auto, cpu (this machine's cores), gpu (this machine's GPUs) or gpus (every GPU, local and remote)"
-                    )));
-                }
+                other => return Err(SettingsError::Mode(other.to_owned()).into()),
             };
         }
         if let Some(value) = env.var(XC_PAR_REPORT) {
             settings.report = match value.trim() {
                 "1" | "true" | "yes" => true,
                 "" | "0" | "false" | "no" => false,
-                other => return Err(RunError::Settings(format!("{XC_PAR_REPORT}={other}: use 1 to report, 0 not to"))),
+                other => return Err(SettingsError::Report(other.to_owned()).into()),
             };
         }
         if let Some(value) = env.var(XC_PAR_REMOTE) {
@@ -177,10 +203,7 @@ impl Settings {
         }
         if let Some(value) = env.var(XC_PAR_TRACE).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
             if !value.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok()) {
-                return Err(RunError::Settings(format!(
-                    "{XC_PAR_TRACE}={value}: name the monitor as host:port, e.g. monitor-host:{}",
-                    xcd_wire::trace::TRACE_PORT
-                )));
+                return Err(SettingsError::Trace(value).into());
             }
             settings.trace = Some(value);
         }

@@ -115,7 +115,7 @@ pub enum DescError {
     /// Too many arrays.
     #[error("block {name} binds {count} arrays; at most {MAX_ARRAYS} are allowed")]
     TooManyArrays {
-        /// Block name.
+        /// The block, by the name its description gives.
         name: String,
         /// Arrays given.
         count: usize,
@@ -123,7 +123,7 @@ pub enum DescError {
     /// Too many parameters.
     #[error("block {name} takes {count} parameters; at most {MAX_PARAMS} are allowed")]
     TooManyParams {
-        /// Block name.
+        /// The block, by the name its description gives.
         name: String,
         /// Parameters given.
         count: usize,
@@ -131,7 +131,7 @@ pub enum DescError {
     /// An element size the ABI does not allow.
     #[error("array {array} of block {name} has elements of {size} bytes; use a multiple of 4 up to {MAX_ELEM_SIZE}")]
     ElemSize {
-        /// Block name.
+        /// The block, by the name its description gives.
         name: String,
         /// Array name.
         array: String,
@@ -149,7 +149,7 @@ pub enum DescError {
         "block {name}: its entry point {entry:?} is not an ASCII identifier (letters, digits and _, not starting with a digit, at most {MAX_ENTRY_BYTES} bytes): rename the kernel's function"
     )]
     EntryName {
-        /// Block name.
+        /// The block, by the name its description gives.
         name: String,
         /// The entry point given (shortened when long).
         entry: String,
@@ -157,7 +157,7 @@ pub enum DescError {
     /// A NUL byte in the entry point's name or a text form (a driver takes them as C strings).
     #[error("block {name}: its {what} holds a NUL byte; names and kernel text are NUL-free UTF-8")]
     NulByte {
-        /// Block name.
+        /// The block, by the name its description gives.
         name: String,
         /// Where: "entry point" or "<form> form".
         what: &'static str,

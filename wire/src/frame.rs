@@ -75,7 +75,7 @@ pub enum ResultFrame {
     Done {
         /// The tile's tag.
         tag: u32,
-        /// Output bytes.
+        /// The tile's results, back to back in binding order.
         outputs: Bytes,
     },
     /// The tile did not run.

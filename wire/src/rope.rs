@@ -108,7 +108,7 @@ pub enum ResultRope {
     Done {
         /// The tile's tag.
         tag: u32,
-        /// Output bytes.
+        /// The tile's results, back to back in binding order.
         outputs: Rope,
     },
     /// The tile did not run.

@@ -406,6 +406,23 @@ fn size_to_the_run(candidates: &mut [Candidate], best_guess: f64, slice: Duratio
     }
 }
 
+/// Why a measured placement was not kept.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotKept {
+    /// A worker failed while measuring, so the figures say little about a later run.
+    #[error("a worker failed while measuring")]
+    Broken,
+    /// The run was too short to measure sets of kinds: every kind ran it.
+    #[error("the run, about {0:.2} s, is too short to measure sets of kinds; every kind ran it")]
+    TooShort(f64),
+    /// No candidate could be measured.
+    #[error("nothing could be measured")]
+    NothingMeasured,
+    /// The settings file could not be written: what its writer said.
+    #[error("{0}")]
+    Unwritten(String),
+}
+
 /// How a run's workers were chosen, for the report.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Choice {
@@ -415,8 +432,8 @@ pub enum Choice {
         key: String,
         /// What measuring found.
         measured: Measured,
-        /// Where the choice was kept, or why it was not.
-        kept: Result<String, String>,
+        /// Where the choice was kept (the settings file), or why it was not.
+        kept: Result<String, NotKept>,
     },
     /// Taken from the settings.
     Remembered {

@@ -9,7 +9,7 @@
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
-use super::{Choice, Kinds, key};
+use super::{Choice, Kinds, NotKept, key};
 use crate::home::Home;
 use crate::schedule::{Run, Work};
 
@@ -39,9 +39,9 @@ impl Placements {
     }
 
     /// Keeps a measured placement; says where, or why not.
-    fn remember(&self, key: &str, kinds: Kinds) -> Result<String, String> {
+    fn remember(&self, key: &str, kinds: Kinds) -> Result<String, NotKept> {
         self.cache.lock().insert(key.to_owned(), kinds);
-        self.home.set(key, Some(&kinds.to_string())).map_err(|e| e.to_string())?;
+        self.home.set(key, Some(&kinds.to_string())).map_err(|e| NotKept::Unwritten(e.to_string()))?;
         Ok(self.home.path().display().to_string())
     }
 }
@@ -84,11 +84,9 @@ impl Run<'_> {
         self.prepare(&all);
         let measured = self.measure(work);
         let kept = match (measured.best, measured.too_short) {
-            _ if measured.broken => Err("a worker failed while measuring".to_owned()),
-            (_, Some(secs)) => {
-                Err(format!("the run, about {secs:.2} s, is too short to measure sets of kinds; every kind ran it"))
-            }
-            (None, None) => Err("nothing could be measured".to_owned()),
+            _ if measured.broken => Err(NotKept::Broken),
+            (_, Some(secs)) => Err(NotKept::TooShort(secs)),
+            (None, None) => Err(NotKept::NothingMeasured),
             (Some(best), None) => placements.remember(&key, best),
         };
         let members = match measured.best {

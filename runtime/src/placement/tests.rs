@@ -215,18 +215,18 @@ fn the_report_line_says_when_a_run_was_too_short() {
         seconds: 0.078,
         items,
     };
-    let line = |m: Measured, kept: Result<String, String>| {
+    let line = |m: Measured, kept: Result<String, NotKept>| {
         Choice::Measured { key: "placement.escape.x.18".into(), measured: m, kept }.line("escape", 1 << 18)
     };
     // Every item went while calibrating: nothing was decided.
-    let ended = line(measured(1 << 18, Some(0.08)), Err("too short".into()));
+    let ended = line(measured(1 << 18, Some(0.08)), Err(NotKept::TooShort(0.08)));
     assert_eq!(
         ended,
         "par: placement of escape at 2^18 items: the run ended while calibrating (0.078 s; cpu 2.15 M items/s); nothing kept"
     );
     // Too short to measure sets: every kind ran the rest, and the line says why.
     let why = "the run, about 0.12 s, is too short to measure sets of kinds; every kind ran it";
-    let short = line(measured(30_000, Some(0.12)), Err(why.into()));
+    let short = line(measured(30_000, Some(0.12)), Err(NotKept::TooShort(0.12)));
     assert!(
         short.ends_with(&format!("measured no set in 0.078 s (11% of the items); using cpu+gpu, not kept ({why})")),
         "{short}"

@@ -126,10 +126,10 @@ impl<'r> Run<'r> {
     }
 
     /// Each failed worker's name and why, for an error.
-    pub(crate) fn failures(&self) -> String {
-        let reasons: Vec<String> =
-            self.stats.iter().filter_map(|s| s.failure.as_ref().map(|f| format!("{}: {f}", s.name))).collect();
-        reasons.join("; ")
+    pub(crate) fn failures(&self) -> crate::Failures {
+        crate::Failures(
+            self.stats.iter().filter_map(|s| s.failure.as_ref().map(|f| (s.name.clone(), f.clone()))).collect(),
+        )
     }
 
     /// Ends the run: its context back (for the trace) and each worker's statistics, with what
