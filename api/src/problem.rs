@@ -105,7 +105,7 @@ pub enum ApiError {
     UnknownBlock(String),
     /// An unknown whole array.
     #[error("whole array {0} is not held here: upload it with PUT /v1/arrays/{0} first")]
-    UnknownArray(String),
+    UnknownArray(xcd_wire::ArrayHash),
     /// An unknown device.
     #[error("device {0} is not served here: see GET /v1/devices")]
     UnknownDevice(String),
@@ -298,7 +298,7 @@ mod tests {
             ApiError::TooLarge("x".into()),
             ApiError::BadRequest("x".into()),
             ApiError::UnknownBlock("x".into()),
-            ApiError::UnknownArray("x".into()),
+            ApiError::UnknownArray(xcd_wire::ArrayHash([7; 32])),
             ApiError::UnknownDevice("x".into()),
             ApiError::DeviceFailed("x".into()),
             ApiError::NotFound,

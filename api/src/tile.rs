@@ -6,8 +6,9 @@
 
 use std::time::Instant;
 
-use xcd_engine::{CheckedJob, DeviceHandle, Loaded, TileJob, WholeArray};
+use xcd_engine::{CheckedJob, DeviceHandle, Loaded, TileJob};
 use xcd_wire::TileFrame;
+use xcd_wire::WholeArray;
 
 use crate::activity::Peer;
 use crate::held::result_bytes;
@@ -73,7 +74,7 @@ pub(crate) fn job(state: &AppState, block: &Loaded, frame: TileFrame) -> Result<
     }
     let mut whole = Vec::with_capacity(frame.wholes.len());
     for hash in &frame.wholes {
-        let data = state.store().array(hash).ok_or_else(|| ApiError::UnknownArray(hex::encode(hash)))?;
+        let data = state.store().array(hash).ok_or(ApiError::UnknownArray(*hash))?;
         whole.push(WholeArray { hash: *hash, data });
     }
     let job = TileJob { block: block.id(), tile: frame.tile, params: frame.params, inputs, whole };

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use xcd_engine::{DeviceHandle, FormPolicy, TileJob, WholeArray};
+use xcd_engine::{DeviceHandle, TileJob};
 use xcd_runtime::Block;
 use xcd_wire::Tile;
+use xcd_wire::{FormPolicy, WholeArray};
 
 use crate::Options;
 

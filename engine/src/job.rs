@@ -5,26 +5,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use xcd_wire::{BlockDesc, BlockId, Tile};
+use xcd_wire::{BlockDesc, BlockId, Tile, WholeArray};
 
 use crate::EngineError;
-
-/// A whole (read-only, shared) array, addressed by the hash of its bytes so a device uploads it
-/// once and reuses it for every tile and every run that sends the same bytes.
-#[derive(Debug, Clone)]
-pub struct WholeArray {
-    /// SHA-256 of `data`.
-    pub hash: [u8; 32],
-    /// The array's bytes.
-    pub data: Arc<[u8]>,
-}
-
-impl WholeArray {
-    /// Wraps bytes, computing their hash.
-    pub fn new(data: Arc<[u8]>) -> Self {
-        WholeArray { hash: xcd_wire::content_hash(&data), data }
-    }
-}
 
 /// Everything a device needs to run one tile of a loaded block.
 #[derive(Debug, Clone)]

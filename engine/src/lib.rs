@@ -8,7 +8,8 @@
 //! Layout:
 //! - [`job`]: a tile's inputs ([`TileJob`]) and results ([`TileOutput`]), checked against a block;
 //! - [`owner`]: the owner thread, the [`Backend`] trait and [`DeviceHandle`];
-//! - [`forms`]: which form a device loads ([`FormPolicy`]: made from WGSL by default);
+//! - [`forms`]: which form a device loads (under the wire's `FormPolicy`: made from WGSL by
+//!   default);
 //! - [`wgpu_backend`]: Vulkan / Metal / DX12 devices through wgpu, with passthrough forms, and
 //!   `vulkan_hal`, what it reads of a Vulkan device through wgpu's HAL (memory, float controls);
 //! - [`cuda_backend`]: NVIDIA devices through the CUDA driver API, with the PTX form;
@@ -29,9 +30,9 @@ pub mod wgpu_backend;
 pub mod whole;
 
 pub use error::EngineError;
-pub use forms::{FormPolicy, form_for, forms_taken, native_form};
-pub use job::{CheckedJob, Loaded, TileJob, TileOutput, WholeArray};
+pub use job::{CheckedJob, Loaded, TileJob, TileOutput};
 pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
+use xcd_wire::FormPolicy;
 
 use std::cell::{Cell, RefCell};
 

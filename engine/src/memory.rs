@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use xcd_wire::BlockId;
+use xcd_wire::{ArrayHash, BlockId};
 
 use crate::whole::WholeCache;
 
@@ -83,7 +83,7 @@ impl<B> Memory<B> {
 
     /// Lets go of the least recently used buffer other than `block`'s and the whole arrays in
     /// `keep`; false when nothing is left to let go.
-    fn let_go_one(&mut self, block: &BlockId, keep: &[[u8; 32]]) -> bool {
+    fn let_go_one(&mut self, block: &BlockId, keep: &[ArrayHash]) -> bool {
         let oldest = self.tiles.iter().filter(|(k, _)| *k != block).min_by_key(|(_, t)| t.used).map(|(k, _)| *k);
         match oldest {
             Some(oldest) => self.tiles.remove(&oldest).is_some(),
@@ -92,7 +92,7 @@ impl<B> Memory<B> {
     }
 
     /// Makes `bytes` of room within the budget, or says how much there can be.
-    fn make_room(&mut self, bytes: u64, block: &BlockId, keep: &[[u8; 32]]) -> Result<(), u64> {
+    fn make_room(&mut self, bytes: u64, block: &BlockId, keep: &[ArrayHash]) -> Result<(), u64> {
         while self.held() + bytes > self.budget {
             if !self.let_go_one(block, keep) {
                 return Err(self.budget.saturating_sub(self.held()));
@@ -107,7 +107,7 @@ impl<B> Memory<B> {
         &mut self,
         bytes: u64,
         block: &BlockId,
-        keep: &[[u8; 32]],
+        keep: &[ArrayHash],
         make: &mut dyn FnMut(u64) -> Result<B, E>,
         oom: fn(&E) -> bool,
     ) -> Result<B, Short<E>> {
@@ -129,7 +129,7 @@ impl<B> Memory<B> {
         block: BlockId,
         sizes: &[Option<u32>],
         count: u32,
-        keep: &[[u8; 32]],
+        keep: &[ArrayHash],
         make: &mut dyn FnMut(u64) -> Result<B, E>,
         oom: fn(&E) -> bool,
     ) -> Result<&mut [Option<B>], Short<E>> {
@@ -172,9 +172,9 @@ impl<B> Memory<B> {
     pub(crate) fn whole<E>(
         &mut self,
         block: BlockId,
-        hash: [u8; 32],
+        hash: ArrayHash,
         bytes: u64,
-        keep: &[[u8; 32]],
+        keep: &[ArrayHash],
         make: &mut dyn FnMut(u64) -> Result<B, E>,
         oom: fn(&E) -> bool,
     ) -> Result<(), Short<E>> {
@@ -190,7 +190,7 @@ impl<B> Memory<B> {
 
     /// The buffers a tile of `block` binds: its per-item buffers and the whole arrays `hashes`,
     /// in order (`None` for one not kept).
-    pub(crate) fn bound(&self, block: &BlockId, hashes: &[[u8; 32]]) -> (Option<&[Option<B>]>, Vec<Option<&B>>) {
+    pub(crate) fn bound(&self, block: &BlockId, hashes: &[ArrayHash]) -> (Option<&[Option<B>]>, Vec<Option<&B>>) {
         let tiles = self.tiles.get(block).map(|t| t.buffers.as_slice());
         (tiles, hashes.iter().map(|h| self.whole.peek(h)).collect())
     }
@@ -306,7 +306,7 @@ mod tests {
         let device = Device::new(1 << 30);
         let mut memory = Memory::new(40 * KIB, 40 * KIB);
         let mut alloc = device.alloc();
-        let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        let (a, b, c) = (ArrayHash([1; 32]), ArrayHash([2; 32]), ArrayHash([3; 32]));
         memory.whole(block(1), a, 16 * KIB, &[a, b], &mut alloc, oom).expect("a");
         memory.whole(block(1), b, 16 * KIB, &[a, b], &mut alloc, oom).expect("b");
         // A tile that binds b and c: a goes (the least recently used not bound), b stays.
@@ -326,7 +326,7 @@ mod tests {
         let mut memory = Memory::new(64 * KIB, 64 * KIB);
         let mut alloc = device.alloc();
         memory.tile_buffers(block(1), &[Some(4)], 4096, &[], &mut alloc, oom).expect("16 KiB");
-        memory.whole(block(1), [7; 32], 16 * KIB, &[], &mut alloc, oom).expect("16 KiB");
+        memory.whole(block(1), ArrayHash([7; 32]), 16 * KIB, &[], &mut alloc, oom).expect("16 KiB");
         // Another process takes 24 KiB of the device: 8 KiB are left for the 32 KiB asked.
         device.total.set(40 * KIB);
         memory.tile_buffers(block(2), &[Some(4)], 8192, &[], &mut alloc, oom).expect("room after letting go");

@@ -5,6 +5,7 @@
 //! it. The daemon keeps the host bytes of the arrays it was sent in the same type.
 
 use std::collections::HashMap;
+use xcd_wire::ArrayHash;
 
 /// Whole arrays kept on a device at once.
 pub const WHOLE_ARRAYS_KEPT: usize = 64;
@@ -14,7 +15,7 @@ pub const WHOLE_BYTES_KEPT: u64 = 1 << 30;
 
 /// Buffers of type `B` by content hash, the least recently used dropped first to make room.
 pub struct WholeCache<B> {
-    held: HashMap<[u8; 32], Held<B>>,
+    held: HashMap<ArrayHash, Held<B>>,
     /// Bytes kept at most.
     kept: u64,
     /// Arrays kept at most.
@@ -41,7 +42,7 @@ impl<B> WholeCache<B> {
     }
 
     /// The buffer for `hash`, if held, counted as used now.
-    pub fn get(&mut self, hash: &[u8; 32]) -> Option<&B> {
+    pub fn get(&mut self, hash: &ArrayHash) -> Option<&B> {
         self.uses += 1;
         let uses = self.uses;
         self.held.get_mut(hash).map(|held| {
@@ -51,7 +52,7 @@ impl<B> WholeCache<B> {
     }
 
     /// The buffer for `hash`, if held, without counting a use.
-    pub fn peek(&self, hash: &[u8; 32]) -> Option<&B> {
+    pub fn peek(&self, hash: &ArrayHash) -> Option<&B> {
         self.held.get(hash).map(|held| &held.buffer)
     }
 
@@ -62,7 +63,7 @@ impl<B> WholeCache<B> {
 
     /// Drops the least recently used other than those in `keep` until one more array of `bytes`
     /// fits, or only those are left.
-    pub fn make_room_keeping(&mut self, bytes: u64, keep: &[[u8; 32]]) {
+    pub fn make_room_keeping(&mut self, bytes: u64, keep: &[ArrayHash]) {
         while self.held.len() >= self.count || self.bytes + bytes > self.kept {
             if !self.drop_oldest(keep) {
                 return;
@@ -71,7 +72,7 @@ impl<B> WholeCache<B> {
     }
 
     /// Drops the least recently used array not in `keep`; false when there is none.
-    pub fn drop_oldest(&mut self, keep: &[[u8; 32]]) -> bool {
+    pub fn drop_oldest(&mut self, keep: &[ArrayHash]) -> bool {
         let oldest = self
             .held
             .iter()
@@ -88,12 +89,12 @@ impl<B> WholeCache<B> {
     }
 
     /// Bytes held of the arrays in `hashes`.
-    pub fn bytes_of(&self, hashes: &[[u8; 32]]) -> u64 {
+    pub fn bytes_of(&self, hashes: &[ArrayHash]) -> u64 {
         hashes.iter().filter_map(|h| self.held.get(h)).map(|held| held.bytes).sum()
     }
 
     /// Keeps `buffer` for `hash` (after [`WholeCache::make_room`]).
-    pub fn insert(&mut self, hash: [u8; 32], buffer: B, bytes: u64) {
+    pub fn insert(&mut self, hash: ArrayHash, buffer: B, bytes: u64) {
         self.uses += 1;
         if let Some(old) = self.held.insert(hash, Held { buffer, bytes, last: self.uses }) {
             self.bytes -= old.bytes;
@@ -103,7 +104,7 @@ impl<B> WholeCache<B> {
 
     /// Keeps `buffer` for `hash` unless one is held already, making room for it first; true
     /// when it was kept.
-    pub fn keep(&mut self, hash: [u8; 32], buffer: B, bytes: u64) -> bool {
+    pub fn keep(&mut self, hash: ArrayHash, buffer: B, bytes: u64) -> bool {
         if self.held.contains_key(&hash) {
             return false;
         }
@@ -133,18 +134,18 @@ mod tests {
         let gib = 1u64 << 30;
         for i in 0..4u8 {
             cache.make_room(gib / 4);
-            cache.insert([i; 32], i, gib / 4);
+            cache.insert(ArrayHash([i; 32]), i, gib / 4);
         }
         assert_eq!(cache.bytes(), gib);
-        assert_eq!(cache.get(&[0; 32]), Some(&0), "used again: now the most recent");
+        assert_eq!(cache.get(&ArrayHash([0; 32])), Some(&0), "used again: now the most recent");
         cache.make_room(gib / 4);
-        cache.insert([9; 32], 9, gib / 4);
+        cache.insert(ArrayHash([9; 32]), 9, gib / 4);
         assert_eq!(cache.bytes(), gib, "held to its bytes");
-        assert!(cache.peek(&[1; 32]).is_none(), "the least recently used went");
-        assert!(cache.peek(&[0; 32]).is_some() && cache.peek(&[9; 32]).is_some());
+        assert!(cache.peek(&ArrayHash([1; 32])).is_none(), "the least recently used went");
+        assert!(cache.peek(&ArrayHash([0; 32])).is_some() && cache.peek(&ArrayHash([9; 32])).is_some());
         for i in 0..200u8 {
             cache.make_room(1);
-            cache.insert([i; 32], i, 1);
+            cache.insert(ArrayHash([i; 32]), i, 1);
         }
         assert!(cache.held.len() <= WHOLE_ARRAYS_KEPT, "held to its count");
     }
@@ -153,13 +154,13 @@ mod tests {
     fn a_cache_with_a_count_of_its_own_holds_that_many() {
         let mut cache = WholeCache::with_count(1 << 20, usize::MAX);
         for i in 0..200u8 {
-            assert!(cache.keep([i; 32], i, 1));
+            assert!(cache.keep(ArrayHash([i; 32]), i, 1));
         }
         assert_eq!(cache.held.len(), 200, "bounded by bytes only");
         assert_eq!(cache.take().bytes(), 200);
         assert_eq!(cache.bytes(), 0);
         for i in 0..200u8 {
-            cache.keep([i; 32], i, 1);
+            cache.keep(ArrayHash([i; 32]), i, 1);
         }
         assert_eq!(cache.held.len(), 200, "its count survives take");
     }
@@ -167,13 +168,13 @@ mod tests {
     #[test]
     fn keeping_a_held_hash_changes_nothing() {
         let mut cache = WholeCache::with_count(10, usize::MAX);
-        assert!(cache.keep([1; 32], "first", 4));
-        assert!(cache.keep([2; 32], "second", 4));
-        assert!(!cache.keep([1; 32], "again", 4), "already held");
-        assert_eq!((cache.peek(&[1; 32]), cache.bytes()), (Some(&"first"), 8));
+        assert!(cache.keep(ArrayHash([1; 32]), "first", 4));
+        assert!(cache.keep(ArrayHash([2; 32]), "second", 4));
+        assert!(!cache.keep(ArrayHash([1; 32]), "again", 4), "already held");
+        assert_eq!((cache.peek(&ArrayHash([1; 32])), cache.bytes()), (Some(&"first"), 8));
         // Not counted as a use: [1] is still the least recently used, so it goes first.
-        assert!(cache.keep([3; 32], "third", 4));
-        assert!(cache.peek(&[1; 32]).is_none() && cache.peek(&[2; 32]).is_some());
+        assert!(cache.keep(ArrayHash([3; 32]), "third", 4));
+        assert!(cache.peek(&ArrayHash([1; 32])).is_none() && cache.peek(&ArrayHash([2; 32])).is_some());
         assert_eq!(cache.bytes(), 8);
     }
 }

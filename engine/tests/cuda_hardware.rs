@@ -23,7 +23,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xcd_engine::{DeviceHandle, EngineError, FormPolicy, Options, TileJob, owner};
+use xcd_engine::{DeviceHandle, EngineError, Options, TileJob, owner};
+use xcd_wire::FormPolicy;
 use xcd_wire::{Access, ArrayRole, ArraySpec, BackendKind, BlockDesc, Forms, Tile};
 
 /// `y[i] = x[i] ^ 0x5a5a5a5a`.

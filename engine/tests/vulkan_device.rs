@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use xcd_engine::{DeviceHandle, EngineError, TileJob, WholeArray};
+use xcd_engine::{DeviceHandle, EngineError, TileJob};
+use xcd_wire::WholeArray;
 use xcd_wire::{Access, ArrayRole, ArraySpec, BlockDesc, Forms, ParamKind, ParamSpec, Tile};
 
 const DOUBLE: &str = r#"

@@ -27,7 +27,7 @@ fn main() {
         tile: xcd_wire::Tile { start: 0, count: n },
         params,
         inputs: vec![bytes(&vec![0; n as usize]).into(), bytes(&b).into()],
-        whole: vec![xcd_engine::WholeArray::new(Arc::from(bytes(&[0])))],
+        whole: vec![xcd_wire::WholeArray::new(Arc::from(bytes(&[0])))],
     };
     match device.run_blocking(job) {
         Ok(out) => {

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use xcd_engine::cuda_backend::{PtxArg, THREADS, ptx_args, ptx_form};
-use xcd_engine::{Backend, EngineError, FormPolicy, TileJob, TileOutput};
+use xcd_engine::{Backend, EngineError, TileJob, TileOutput};
+use xcd_wire::FormPolicy;
 use xcd_wire::{ArrayRole, BackendKind, BlockDesc, BlockId, DeviceInfo};
 
 use crate::{Arg, Program};

@@ -13,8 +13,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use xcd_engine::{DeviceHandle, TileJob, WholeArray};
+use xcd_engine::{DeviceHandle, TileJob};
 use xcd_ptxsim::kernelgen::{self as kg, eval};
+use xcd_wire::WholeArray;
 use xcd_wire::{BlockDesc, Tile};
 
 /// Items per run, and the tiles each device runs them in (odd sizes, a tile of one).

@@ -36,7 +36,7 @@
 use bytes::{Buf, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
 
-use crate::Tile;
+use crate::{ArrayHash, Tile};
 
 /// Frame kind of a tile.
 pub const KIND_TILE: u8 = 1;
@@ -63,7 +63,7 @@ pub struct TileFrame {
     /// Parameter words.
     pub params: Vec<u32>,
     /// SHA-256 of each whole array.
-    pub wholes: Vec<[u8; 32]>,
+    pub wholes: Vec<ArrayHash>,
     /// The per-item input arrays, concatenated in binding order.
     pub inputs: Bytes,
 }
@@ -176,7 +176,7 @@ impl TileFrame {
             let hash = body.get(at..at + 32).ok_or(FrameError::Truncated("whole array hashes"))?;
             let mut h = [0u8; 32];
             h.copy_from_slice(hash);
-            hashes.push(h);
+            hashes.push(ArrayHash(h));
             at += 32;
         }
         let inputs = body.slice(at.min(body.len())..);
@@ -186,7 +186,7 @@ impl TileFrame {
 
 /// A tile frame's bytes from its parts, the per-item inputs given as the slices they already are,
 /// so a sender copies each input once, into the frame.
-pub fn encode_tile(tag: u32, tile: Tile, params: &[u32], wholes: &[[u8; 32]], inputs: &[&[u8]]) -> Vec<u8> {
+pub fn encode_tile(tag: u32, tile: Tile, params: &[u32], wholes: &[ArrayHash], inputs: &[&[u8]]) -> Vec<u8> {
     let input_bytes: usize = inputs.iter().map(|i| i.len()).sum();
     let body = TILE_HEADER_BYTES - 4 + 4 * params.len() + 32 * wholes.len() + input_bytes;
     let mut out = Vec::with_capacity(4 + body);
@@ -201,7 +201,7 @@ pub fn encode_tile(tag: u32, tile: Tile, params: &[u32], wholes: &[[u8; 32]], in
         out.extend_from_slice(&word.to_le_bytes());
     }
     for hash in wholes {
-        out.extend_from_slice(hash);
+        out.extend_from_slice(&hash.0);
     }
     for input in inputs {
         out.extend_from_slice(input);
@@ -395,7 +395,7 @@ mod tests {
             tag: 7,
             tile: Tile { start: 100, count: 3 },
             params: vec![1, 2],
-            wholes: vec![[9; 32]],
+            wholes: vec![ArrayHash([9; 32])],
             inputs: Bytes::from_static(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
         }
     }

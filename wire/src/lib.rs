@@ -30,18 +30,20 @@ pub mod rest;
 pub mod rope;
 pub mod tile;
 pub mod trace;
+pub mod whole;
 
 pub use block::{
     Access, ArrayRole, ArraySpec, BlockDesc, BlockId, BlockIdError, DescError, MAX_ENTRY_BYTES, ParamKind, ParamSpec,
     is_entry_name,
 };
 pub use device::{BackendKind, DeviceInfo, pci_address};
-pub use forms::{FormKind, Forms};
+pub use forms::{FormKind, FormPolicy, Forms, form_for, forms_taken, native_form};
 pub use frame::{FrameError, FrameSplitter, Front, ResultFrame, TileFrame, TileProblem, result_pieces};
 pub use layout::{ByteOrder, Layout, LayoutParseError, VERSION};
 pub use problem::ProblemCode;
 pub use rope::{ResultRope, Rope, RopeSplitter};
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
+pub use whole::{ArrayHash, ArrayHashError, WholeArray};
 
 /// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.
 pub fn content_hash(bytes: &[u8]) -> [u8; 32] {

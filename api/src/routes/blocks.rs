@@ -8,7 +8,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use xcd_wire::rest::{ArrayHeld, Registered};
-use xcd_wire::{BlockDesc, BlockId};
+use xcd_wire::{ArrayHash, BlockDesc, BlockId};
 
 use crate::problem::ApiError;
 use crate::state::AppState;
@@ -39,7 +39,7 @@ pub(crate) async fn register(
         .all()
         .iter()
         .enumerate()
-        .filter(|(_, d)| xcd_engine::form_for(d.info().backend, &desc.forms, policy).is_some())
+        .filter(|(_, d)| xcd_wire::form_for(d.info().backend, &desc.forms, policy).is_some())
         .map(|(i, _)| i)
         .collect();
     if takers.is_empty() {
@@ -49,7 +49,7 @@ pub(crate) async fn register(
             .iter()
             .map(|d| {
                 let forms: Vec<String> =
-                    xcd_engine::forms_taken(d.info().backend, policy).iter().map(|f| f.to_string()).collect();
+                    xcd_wire::forms_taken(d.info().backend, policy).iter().map(|f| f.to_string()).collect();
                 format!("{} takes {}", d.info().id, forms.join(" or "))
             })
             .collect();
@@ -106,11 +106,8 @@ async fn check_kernel(desc: &Arc<BlockDesc>) -> Result<(), ApiError> {
     checked.map_err(|e| ApiError::LoadFailed(format!("the block's kernel: {e}")))
 }
 
-fn parse_hash(text: &str) -> Result<[u8; 32], ApiError> {
-    let mut hash = [0u8; 32];
-    hex::decode_to_slice(text, &mut hash)
-        .map_err(|_| ApiError::BadRequest(format!("{text:?} is not a SHA-256 in hex (64 characters)")))?;
-    Ok(hash)
+fn parse_hash(text: &str) -> Result<ArrayHash, ApiError> {
+    text.parse().map_err(|e| ApiError::BadRequest(format!("{text:?} is {e}")))
 }
 
 /// `PUT /v1/arrays/{hash}`: holds a whole array, checked against its hash.
@@ -135,13 +132,12 @@ pub(crate) async fn put_array(
     // Hashing up to 512 MiB takes about a second: on the blocking pool, not an async worker
     // that every other connection needs meanwhile.
     let hashed = bytes.clone();
-    let actual = tokio::task::spawn_blocking(move || xcd_wire::content_hash(&hashed)).await.map_err(|_| {
+    let actual = tokio::task::spawn_blocking(move || ArrayHash::of(&hashed)).await.map_err(|_| {
         ApiError::Busy("the daemon could not hash the array now (it may be stopping); send it again".into())
     })?;
     if actual != expected {
         return Err(ApiError::BadRequest(format!(
-            "the array's SHA-256 is {}, not {hash}: send the bytes the hash was made from",
-            hex::encode(actual)
+            "the array's SHA-256 is {actual}, not {hash}: send the bytes the hash was made from"
         )));
     }
     let held = state.store().array(&expected).is_some();
@@ -149,7 +145,7 @@ pub(crate) async fn put_array(
         state.store().keep_array(expected, Arc::from(&bytes[..]));
     }
     let status = if held { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(ArrayHeld { hash: hex::encode(expected), bytes: bytes.len() as u64 })))
+    Ok((status, Json(ArrayHeld { hash: expected.to_string(), bytes: bytes.len() as u64 })))
 }
 
 /// `GET /v1/arrays/{hash}`: whether the daemon holds a whole array (not its bytes).
@@ -158,6 +154,6 @@ pub(crate) async fn get_array(
     Path(hash): Path<String>,
 ) -> Result<Json<ArrayHeld>, ApiError> {
     let key = parse_hash(&hash)?;
-    let data = state.store().array(&key).ok_or_else(|| ApiError::UnknownArray(hash.clone()))?;
-    Ok(Json(ArrayHeld { hash: hex::encode(key), bytes: data.len() as u64 }))
+    let data = state.store().array(&key).ok_or(ApiError::UnknownArray(key))?;
+    Ok(Json(ArrayHeld { hash: key.to_string(), bytes: data.len() as u64 }))
 }

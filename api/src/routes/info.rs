@@ -14,7 +14,7 @@ use crate::state::AppState;
 pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> {
     let mut forms: Vec<FormKind> = Vec::new();
     for device in state.devices().all() {
-        for form in xcd_engine::forms_taken(device.info().backend, state.settings().forms) {
+        for form in xcd_wire::forms_taken(device.info().backend, state.settings().forms) {
             if !forms.contains(&form) {
                 forms.push(form);
             }

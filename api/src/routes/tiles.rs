@@ -116,9 +116,7 @@ pub(crate) async fn one(
     }
     let mut wholes = Vec::new();
     for text in query.whole.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let mut hash = [0u8; 32];
-        hex::decode_to_slice(text, &mut hash)
-            .map_err(|_| ApiError::BadRequest(format!("whole={text:?} is not a SHA-256 in hex")))?;
+        let hash = text.parse().map_err(|e| ApiError::BadRequest(format!("whole={text:?} is {e}")))?;
         wholes.push(hash);
     }
     let frame = TileFrame {

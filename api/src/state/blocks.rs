@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use xcd_engine::whole::WholeCache;
-use xcd_wire::{BlockDesc, BlockId};
+use xcd_wire::{ArrayHash, BlockDesc, BlockId};
 
 use super::{BLOCK_WEIGHT, Limits};
 use crate::problem::ApiError;
@@ -73,12 +73,12 @@ impl Store {
     }
 
     /// The whole array of content hash `hash`, if held, counted as used now.
-    pub(crate) fn array(&self, hash: &[u8; 32]) -> Option<Arc<[u8]>> {
+    pub(crate) fn array(&self, hash: &ArrayHash) -> Option<Arc<[u8]>> {
         self.arrays.lock().get(hash).cloned()
     }
 
     /// Keeps a whole array unless it is held already, the least recently used going first.
-    pub(crate) fn keep_array(&self, hash: [u8; 32], data: Arc<[u8]>) {
+    pub(crate) fn keep_array(&self, hash: ArrayHash, data: Arc<[u8]>) {
         let bytes = data.len() as u64;
         self.arrays.lock().keep(hash, data, bytes);
     }

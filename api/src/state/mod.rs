@@ -59,7 +59,7 @@ pub struct Config {
     /// Proxies whose `X-Forwarded-For` names the client (`-trust-proxy`).
     pub trusted_proxies: crate::proxy::TrustedProxies,
     /// Where each device's form of a block comes from (`-trust-forms` trusts carried ones).
-    pub forms: xcd_engine::FormPolicy,
+    pub forms: xcd_wire::FormPolicy,
 }
 
 /// What the daemon says of itself and decides by, from [`Config`]: read-only once made.
@@ -80,7 +80,7 @@ pub(crate) struct Settings {
     /// Proxies whose `X-Forwarded-For` names the client.
     pub(crate) trusted_proxies: crate::proxy::TrustedProxies,
     /// Where each device's form of a block comes from.
-    pub(crate) forms: xcd_engine::FormPolicy,
+    pub(crate) forms: xcd_wire::FormPolicy,
 }
 
 struct Inner {

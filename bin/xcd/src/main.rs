@@ -204,7 +204,7 @@ fn main() -> ExitCode {
         Err(e) => return fail(EXIT_USAGE, e),
     };
 
-    let forms = if cli.trust_forms { xcd_engine::FormPolicy::Trust } else { xcd_engine::FormPolicy::Remake };
+    let forms = if cli.trust_forms { xcd_wire::FormPolicy::Trust } else { xcd_wire::FormPolicy::Remake };
     let limits = Limits { max_streams: cli.max_streams, secret_failures: cli.secret_failures, ..Limits::default() }
         .with_memory(cli.memory << 20);
     let devices = match open_devices(&cli, &limits, forms) {
@@ -305,7 +305,7 @@ fn init_logging() {
 fn open_devices(
     cli: &Cli,
     limits: &Limits,
-    forms: xcd_engine::FormPolicy,
+    forms: xcd_wire::FormPolicy,
 ) -> Result<Vec<xcd_engine::DeviceHandle>, ExitCode> {
     let inventory = xcd_engine::discover_with(xcd_engine::Options {
         tile_deadline: std::time::Duration::from_secs(cli.tile_deadline),

@@ -72,7 +72,14 @@ async fn stream(daemon: &Daemon, id: &str, headers: &[(&str, &str)], body: Vec<u
     }
 }
 
-fn frame(tag: u32, start: u32, count: u32, params: Vec<u32>, wholes: Vec<[u8; 32]>, inputs: Vec<u8>) -> Vec<u8> {
+fn frame(
+    tag: u32,
+    start: u32,
+    count: u32,
+    params: Vec<u32>,
+    wholes: Vec<xcd_wire::ArrayHash>,
+    inputs: Vec<u8>,
+) -> Vec<u8> {
     TileFrame { tag, tile: Tile { start, count }, params, wholes, inputs: inputs.into() }.encode()
 }
 
@@ -510,7 +517,8 @@ async fn forty_kinds_of_bad_input_get_clear_errors_and_harm_no_one() {
     case!(
         "a frame naming an array not held",
         "unknown_array",
-        stream(&daemon, &escape, &[], frame(4, 0, 16, vec![4, 4, 10], vec![[7; 32]], vec![])).await
+        stream(&daemon, &escape, &[], frame(4, 0, 16, vec![4, 4, 10], vec![xcd_wire::ArrayHash([7; 32])], vec![]))
+            .await
     );
     case!(
         "a frame past the last item index",

@@ -48,8 +48,9 @@ use live::{Live, open_failure};
 pub use recover::{MOST_ABANDONED, REOPEN_GIVE_UP, REOPEN_WAIT};
 pub use run::{PtxArg, THREADS, ptx_args};
 
-use crate::forms::{FormPolicy, Source};
+use crate::forms::Source;
 use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
+use xcd_wire::FormPolicy;
 
 /// The PTX a CUDA device loads for a block under `policy`: written by xcd-forms from the
 /// block's WGSL (or SPIR-V), or the block's own PTX when trusted; its entry's parameters are

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, DriverError, LaunchConfig, PushKernelArg};
-use xcd_wire::{ArrayRole, BlockDesc};
+use xcd_wire::{ArrayHash, ArrayRole, BlockDesc};
 
 use super::outcome::{out_of_memory, run_error};
 use super::{Live, Setup};
@@ -100,7 +100,7 @@ impl Live {
     /// the tile's inputs in.
     fn upload(&mut self, setup: &Setup, desc: &BlockDesc, job: &TileJob) -> Result<(), EngineError> {
         let stream = self.stream.clone();
-        let keep: Vec<[u8; 32]> = job.whole.iter().map(|w| w.hash).collect();
+        let keep: Vec<ArrayHash> = job.whole.iter().map(|w| w.hash).collect();
         for array in &job.whole {
             let bytes = array.data.len() as u64;
             let mut make = |_| stream.clone_htod(&array.data[..]);
@@ -136,7 +136,7 @@ impl Live {
     /// Launches the tile's kernel on the device's stream.
     fn launch(&self, setup: &Setup, desc: &BlockDesc, job: &TileJob) -> Result<(), EngineError> {
         let function = self.kernels.get(&job.block).ok_or(EngineError::NotLoaded(job.block))?;
-        let hashes: Vec<[u8; 32]> = job.whole.iter().map(|w| w.hash).collect();
+        let hashes: Vec<ArrayHash> = job.whole.iter().map(|w| w.hash).collect();
         let (tiles, wholes) = self.memory.bound(&job.block, &hashes);
         let unbound = || EngineError::BadJob("a buffer of the tile is not on the device".into());
         let tiles = tiles.ok_or_else(unbound)?;

@@ -89,7 +89,7 @@ impl WgpuDevice {
 
     /// The buffer holding a whole array, uploaded on first use; refused if the device cannot bind
     /// it.
-    pub(super) fn whole_buffer(&mut self, array: &crate::WholeArray) -> Result<wgpu::Buffer, EngineError> {
+    pub(super) fn whole_buffer(&mut self, array: &xcd_wire::WholeArray) -> Result<wgpu::Buffer, EngineError> {
         if let Some(buffer) = self.whole.get(&array.hash) {
             return Ok(buffer.clone());
         }

@@ -31,10 +31,11 @@ use std::time::Duration;
 
 use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, WORKGROUP_SIZE};
 
-use crate::forms::{FormPolicy, Source};
+use crate::forms::Source;
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
 use crate::whole::WholeCache;
 use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
+use xcd_wire::FormPolicy;
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
 const SLOT_BYTES: u64 = 256;

@@ -85,13 +85,13 @@ pub fn check_at(
 fn forms_taken(daemon: &Daemon, forms: &xcd_wire::Forms) -> Result<String, String> {
     let mut takes = Vec::new();
     for device in &daemon.devices {
-        match xcd_engine::form_for(device.backend, forms, xcd_engine::FormPolicy::Remake) {
+        match xcd_wire::form_for(device.backend, forms, xcd_wire::FormPolicy::Remake) {
             Some(form) => takes.push(format!("{} takes {form}", device.id)),
             None => {
                 return Err(format!(
                     "the daemon has no form for its GPU: {} needs {}; the block must carry its WGSL",
                     device.id,
-                    xcd_engine::forms_taken(device.backend, xcd_engine::FormPolicy::Remake)[0]
+                    xcd_wire::forms_taken(device.backend, xcd_wire::FormPolicy::Remake)[0]
                 ));
             }
         }

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use xcd_engine::WholeArray;
+use xcd_wire::WholeArray;
 use xcd_wire::rest::{Capacity, Devices, LAYOUT_HEADER, Problem, VERSION_HEADER, VersionInfo};
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo, Layout, VERSION};
 
@@ -41,7 +41,7 @@ pub(crate) struct Daemon {
     /// Round trip of a small request, measured at connection.
     pub(crate) rtt: Duration,
     registered: Mutex<HashSet<BlockId>>,
-    arrays: Mutex<HashSet<[u8; 32]>>,
+    arrays: Mutex<HashSet<xcd_wire::ArrayHash>>,
 }
 
 /// What every pin's settings key starts with.
@@ -205,7 +205,7 @@ impl Daemon {
         for array in whole {
             let held = self.arrays.lock().contains(&array.hash);
             if !held {
-                let path = format!("/v1/arrays/{}", hex::encode(array.hash));
+                let path = format!("/v1/arrays/{}", array.hash);
                 let wait = REQUEST + Duration::from_secs(array.data.len() as u64 / SLOWEST_UPLOAD);
                 self.send(self.request(reqwest::Method::PUT, &path).body(array.data.to_vec()).timeout(wait)).await?;
                 self.arrays.lock().insert(array.hash);

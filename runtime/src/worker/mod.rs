@@ -13,7 +13,8 @@ pub(crate) mod cpu;
 pub(crate) mod gpu;
 pub(crate) mod remote;
 
-use xcd_engine::{EngineError, WholeArray};
+use xcd_engine::EngineError;
+use xcd_wire::WholeArray;
 pub use xcd_wire::trace::WorkerKind;
 use xcd_wire::{Rope, Tile};
 

@@ -195,7 +195,7 @@ impl Worker for RemoteWorker {
             }
         };
         let inputs: Vec<&[u8]> = tile.inputs().collect();
-        let wholes: Vec<[u8; 32]> = ctx.whole.iter().map(|w| w.hash).collect();
+        let wholes: Vec<xcd_wire::ArrayHash> = ctx.whole.iter().map(|w| w.hash).collect();
         let frame = |tag| Bytes::from(encode_tile(tag, tile.tile, &ctx.params, &wholes, &inputs));
         let sent = Instant::now();
         let outputs = match self.send(&stream, &frame, tile.tile.count) {
