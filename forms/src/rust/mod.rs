@@ -12,7 +12,8 @@
 //! conversion clamps to naga's range, and every access through a computed index is checked as
 //! naga's `ReadZeroSkipWrite` checks it (a read past the end gives zero, a write is dropped).
 //!
-//! What it writes (the items of one module, which `xcd-build` wraps in `pub mod NAME`): one Rust
+//! What it writes (the items of one module, which `xcd-build` writes to `xcd-build/NAME.rs` and
+//! includes in `pub mod NAME`): one Rust
 //! struct per WGSL struct, `XcCtx` (the uniform's value, the tile's arrays as slices, the
 //! `var<private>` values), one function per WGSL function, `xc_item` (the entry's body for one
 //! item) and `pub fn cpu(&mut xcd_runtime::CpuTile)`, which runs every item of a tile.
