@@ -158,57 +158,7 @@ impl Made {
     /// The typed call, `run` and `run_with`: parameters by their WGSL types, then arrays by their
     /// element types; each per-item array's length is checked against `n`.
     fn run_fns(&self) -> TokenStream {
-        let d = &self.desc;
-        let block_name = &d.name;
-        let mut taken = vec!["par".to_owned(), "n".to_owned(), "options".to_owned(), "args".to_owned()];
-        let mut fresh = |name: &str| {
-            let mut id = xcd_forms::rust::ident(Some(name), "value".to_owned());
-            while taken.contains(&id) {
-                id.push('_');
-            }
-            taken.push(id.clone());
-            id
-        };
-        // `id: type` of each argument, its name, the `Args` call that passes it, and its doc.
-        let mut sig: Vec<TokenStream> = Vec::new();
-        let mut names: Vec<Ident> = Vec::new();
-        let mut pass: Vec<TokenStream> = Vec::new();
-        let mut docs: Vec<String> = Vec::new();
-        let mut checks: Vec<TokenStream> = Vec::new();
-        for p in &d.params {
-            let id = fresh(&p.name);
-            let ty = ident(match p.kind {
-                ParamKind::U32 => "u32",
-                ParamKind::I32 => "i32",
-                ParamKind::F32 => "f32",
-            });
-            let arg = ident(&id);
-            sig.push(quote!(#arg: #ty));
-            pass.push(quote!(.#ty(#arg)));
-            names.push(arg);
-            docs.push(format!("`{id}` (parameter)"));
-        }
-        for (a, elem) in d.arrays.iter().zip(&self.elems) {
-            let id = fresh(&a.name);
-            let (ty, method, what) = array_arg(a.role, elem);
-            let (arg, method) = (ident(&id), ident(method));
-            if matches!(a.role, ArrayRole::PerItem(_)) {
-                // The message's format string: `{}` is the length, `{n}` the run's `n`.
-                let msg = format!("array {} has {{}} elements; a run of {{n}} items needs {{n}}", a.name);
-                checks.push(quote! {
-                    if #arg.len() as u64 != u64::from(n) {
-                        return Err(::xcd_runtime::RunError::Args {
-                            block: #block_name.to_owned(),
-                            msg: format!(#msg, #arg.len()),
-                        });
-                    }
-                });
-            }
-            sig.push(quote!(#arg: #ty));
-            pass.push(quote!(.#method(#arg)));
-            names.push(arg);
-            docs.push(format!("`{id}` ({what})"));
-        }
+        let Arguments { sig, names, pass, docs, checks } = self.arguments();
         let doc = format!(" Runs the block over items `0..n` with {}; results land in place.", docs.join(", "));
         quote! {
             #[doc = #doc]
@@ -233,6 +183,78 @@ impl Made {
                 par.run_with(&block(), n, ::xcd_runtime::Args::new() #(#pass)*, options)
             }
         }
+    }
+
+    /// The typed call's arguments: each parameter, then each array, under a name no other
+    /// argument (nor `par`, `n`, `options`, `args`) has.
+    fn arguments(&self) -> Arguments {
+        let d = &self.desc;
+        let mut taken = vec!["par".to_owned(), "n".to_owned(), "options".to_owned(), "args".to_owned()];
+        let mut fresh = |name: &str| {
+            let mut id = xcd_forms::rust::ident(Some(name), "value".to_owned());
+            while taken.contains(&id) {
+                id.push('_');
+            }
+            taken.push(id.clone());
+            id
+        };
+        let mut args = Arguments::default();
+        for p in &d.params {
+            let id = fresh(&p.name);
+            let ty = ident(match p.kind {
+                ParamKind::U32 => "u32",
+                ParamKind::I32 => "i32",
+                ParamKind::F32 => "f32",
+            });
+            args.push(&id, quote!(#ty), quote!(#ty), "parameter");
+        }
+        for (a, elem) in d.arrays.iter().zip(&self.elems) {
+            let id = fresh(&a.name);
+            let (ty, method, what) = array_arg(a.role, elem);
+            if matches!(a.role, ArrayRole::PerItem(_)) {
+                let arg = ident(&id);
+                let block = &d.name;
+                // The message's format string: `{}` is the length, `{n}` the run's `n`.
+                let msg = format!("array {} has {{}} elements; a run of {{n}} items needs {{n}}", a.name);
+                args.checks.push(quote! {
+                    if #arg.len() as u64 != u64::from(n) {
+                        return Err(::xcd_runtime::RunError::Args {
+                            block: #block.to_owned(),
+                            msg: format!(#msg, #arg.len()),
+                        });
+                    }
+                });
+            }
+            let method = ident(method);
+            args.push(&id, ty, quote!(#method), what);
+        }
+        args
+    }
+}
+
+/// The typed call's arguments, in order.
+#[derive(Default)]
+struct Arguments {
+    /// `id: type` of each.
+    sig: Vec<TokenStream>,
+    /// Each one's name.
+    names: Vec<Ident>,
+    /// The `Args` call that passes each (`.f32(k)`, `.inout(y)`).
+    pass: Vec<TokenStream>,
+    /// Each one's words in `run`'s doc.
+    docs: Vec<String>,
+    /// The length check of each per-item array.
+    checks: Vec<TokenStream>,
+}
+
+impl Arguments {
+    /// One more argument: `id` of type `ty`, passed with `Args`'s `method`, `what` in the doc.
+    fn push(&mut self, id: &str, ty: TokenStream, method: TokenStream, what: &str) {
+        let arg = ident(id);
+        self.sig.push(quote!(#arg: #ty));
+        self.pass.push(quote!(.#method(#arg)));
+        self.names.push(arg);
+        self.docs.push(format!("`{id}` ({what})"));
     }
 }
 

@@ -1,6 +1,6 @@
 //! Tidy checks: the project's written rules, enforced inside `cargo test`.
 
-use xcd_e2e::{files, relative};
+use xcd_e2e::{files, relative, repo_root};
 
 /// The only files allowed to hold `unsafe` code: where a GPU API forces it, and the stand-in
 /// driver library (`fakecuda/`), whose C entry points take raw pointers.
@@ -67,6 +67,85 @@ fn locks_are_parking_lot_s_which_cannot_poison() {
         }
     }
     assert!(offenders.is_empty(), "std locks (use parking_lot's): {offenders:?}");
+}
+
+/// The body of `item` (`struct Inner {`, `pub enum RunError {`) in a rustfmt-formatted source:
+/// its lines up to the closing brace at its indent.
+fn item_body<'t>(text: &'t str, item: &str) -> Vec<&'t str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| l.trim_start().starts_with(item)) else { return Vec::new() };
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    lines[start + 1..]
+        .iter()
+        .take_while(|l| !(l.len() - l.trim_start().len() == indent && l.trim() == "}"))
+        .copied()
+        .collect()
+}
+
+/// A file of the repository, by its path from the root.
+fn source(path: &str) -> String {
+    std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_daemon_s_state_keeps_its_rooms_behind_methods() {
+    // `AppState(pub(crate) Arc<Inner>)` with 12 open fields was reached through 58 `.0.` chains.
+    let state = source("api/src/state/mod.rs");
+    assert!(state.contains("pub struct AppState(Arc<Inner>);"), "AppState's one field is private");
+    let rooms = [
+        ("api/src/state/mod.rs", "struct Inner {"),
+        ("api/src/state/secret.rs", "pub(crate) struct Access {"),
+        ("api/src/state/limits.rs", "pub(crate) struct Budgets {"),
+        ("api/src/state/blocks.rs", "pub(crate) struct Store {"),
+        ("api/src/state/blocks.rs", "pub(crate) struct Registration<'s> {"),
+        ("api/src/state/streams.rs", "pub(crate) struct Streams {"),
+        ("api/src/state/devices.rs", "pub(crate) struct Devices {"),
+    ];
+    let mut open = Vec::new();
+    for (path, item) in rooms {
+        let text = source(path);
+        let body = item_body(&text, item);
+        assert!(!body.is_empty(), "{path}: {item} is where this check looks");
+        open.extend(body.iter().filter(|l| l.trim_start().starts_with("pub")).map(|l| format!("{path}: {}", l.trim())));
+    }
+    assert!(open.is_empty(), "a room's fields are its own; add a method instead: {open:#?}");
+    let mut chains = Vec::new();
+    for path in files("api/src", ".rs") {
+        let rel = relative(&path);
+        if rel.starts_with("api/src/state/") {
+            continue;
+        }
+        let text = without_tests_and_comments(&source(&rel));
+        chains.extend(
+            text.lines()
+                .filter(|l| l.contains("state.0.") || l.contains("self.0.0."))
+                .map(|l| format!("{rel}: {}", l.trim())),
+        );
+    }
+    assert!(chains.is_empty(), "reach the daemon's state through its rooms' methods: {chains:#?}");
+}
+
+#[test]
+fn run_errors_are_types_not_sentences() {
+    // `RunError::Settings(String)`, `NoWorkers(String)`, `Failed { reasons: String }` and the
+    // placement's `Result<String, String>` were sentences a caller could only print.
+    let enums = [
+        ("runtime/src/lib.rs", "pub enum RunError {"),
+        ("runtime/src/roster.rs", "pub enum NoWorkers {"),
+        ("runtime/src/placement/mod.rs", "pub enum NotKept {"),
+    ];
+    let mut strings = Vec::new();
+    for (path, item) in enums {
+        let text = source(path);
+        let body = item_body(&text, item);
+        assert!(!body.is_empty(), "{path}: {item} is where this check looks");
+        strings.extend(body.iter().filter(|l| l.contains("(String)")).map(|l| format!("{path}: {}", l.trim())));
+    }
+    for path in ["runtime/src/lib.rs", "runtime/src/placement/mod.rs", "runtime/src/placement/policy.rs"] {
+        let text = without_tests_and_comments(&source(path));
+        strings.extend(text.lines().filter(|l| l.contains(", String>")).map(|l| format!("{path}: {}", l.trim())));
+    }
+    assert!(strings.is_empty(), "say what went wrong as a variant with its values, not a String: {strings:#?}");
 }
 
 #[test]
@@ -183,26 +262,109 @@ fn the_checks_find_what_they_look_for() {
         ("c.rs", "use super::x;\n"),
     ]);
     assert_eq!(cycles(&graph), [vec!["a".to_owned(), "b".to_owned()]]);
+    // At any depth, through `super::` and groups; a parent naming its child is no cycle.
+    let deep = module_edges(&[
+        ("lib.rs", "mod w;\n"),
+        ("w/mod.rs", "use self::x::A;\n"),
+        ("w/x.rs", "use super::{y::Z, A};\n"),
+        ("w/y.rs", "fn f() { crate::w::x::g() }\n"),
+        ("w/z.rs", "use super::super::w::x::B;\n"),
+    ]);
+    assert_eq!(cycles(&deep), [vec!["w::x".to_owned(), "w::y".to_owned()]]);
+    assert!(deep.get("w::z").is_some_and(|to| to.contains("w::x")), "{deep:?}");
 }
 
-/// Each top-level module of a crate and the top-level modules its files name as `crate::m`.
+/// A module's path inside its crate, from its file's path under `src`: `rust/expr.rs` is
+/// `rust::expr`, `rust/mod.rs` is `rust`, `lib.rs` and `main.rs` are the crate's root (empty).
+fn module_path(file: &str) -> Vec<String> {
+    let mut parts: Vec<String> = file.trim_end_matches(".rs").split('/').map(str::to_owned).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    if parts == ["lib"] || parts == ["main"] {
+        parts.clear();
+    }
+    parts
+}
+
+/// The paths named at the start of `rest` (`a::b::C`, or each of `a::{b, c::D}`), as words.
+fn paths_at(rest: &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let len = rest.find(|c: char| !ident(c)).unwrap_or(rest.len());
+    if len == 0 {
+        return Vec::new();
+    }
+    let word = rest[..len].to_owned();
+    let after = &rest[len..];
+    let Some(next) = after.strip_prefix("::") else { return vec![vec![word]] };
+    let inner: Vec<Vec<String>> = match next.strip_prefix('{') {
+        Some(group) => {
+            let (mut depth, mut end) = (1, group.len());
+            for (at, c) in group.char_indices() {
+                depth += match c {
+                    '{' => 1,
+                    '}' => -1,
+                    _ => 0,
+                };
+                if depth == 0 {
+                    end = at;
+                    break;
+                }
+            }
+            group[..end].split(',').flat_map(|item| paths_at(item.trim_start())).collect()
+        }
+        None => paths_at(next),
+    };
+    if inner.is_empty() {
+        return vec![vec![word]];
+    }
+    inner.into_iter().map(|tail| std::iter::once(word.clone()).chain(tail).collect()).collect()
+}
+
+/// The paths a module's code names through `crate::`, `super::` or `self::`, made absolute.
+fn named_paths(code: &str, from: &[String]) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut found = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            if code[..at].chars().next_back().is_some_and(ident) {
+                continue;
+            }
+            for path in paths_at(&code[at..]) {
+                let mut base: Vec<String> = match path[0].as_str() {
+                    "crate" => Vec::new(),
+                    "self" => from.to_vec(),
+                    _ => from[..from.len().saturating_sub(1)].to_vec(),
+                };
+                let mut rest = &path[1..];
+                while rest.first().is_some_and(|w| w == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                base.extend(rest.iter().cloned());
+                found.push(base);
+            }
+        }
+    }
+    found
+}
+
+/// Each module and the modules beside it that it names (as `crate::…`, `super::…` or
+/// `self::…`), at any depth: a module that uses another is an edge between the two children,
+/// one on each side, of the deepest module holding both (`rust::expr` to `rust::flow`).
 fn module_edges(files: &[(&str, &str)]) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let top = |path: &str| path.split('/').next().unwrap_or(path).trim_end_matches(".rs").to_owned();
-    let modules: std::collections::BTreeSet<String> =
-        files.iter().map(|(p, _)| top(p)).filter(|m| m != "lib" && m != "main").collect();
+    let modules: std::collections::BTreeSet<Vec<String>> = files.iter().map(|(p, _)| module_path(p)).collect();
     let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
     for (path, text) in files {
-        let from = top(path);
-        if !modules.contains(&from) {
-            continue;
-        }
-        let code = without_tests_and_comments(text);
-        let named = code.split("crate::").skip(1).filter_map(|rest| {
-            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            modules.contains(&name).then_some(name)
-        });
-        for to in named.filter(|to| *to != from) {
-            edges.entry(from.clone()).or_default().insert(to);
+        let from = module_path(path);
+        for named in named_paths(&without_tests_and_comments(text), &from) {
+            let Some(to) = (1..=named.len()).rev().map(|n| named[..n].to_vec()).find(|p| modules.contains(p)) else {
+                continue;
+            };
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common < from.len() && common < to.len() {
+                edges.entry(from[..=common].join("::")).or_default().insert(to[..=common].join("::"));
+            }
         }
     }
     edges

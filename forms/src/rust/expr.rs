@@ -4,7 +4,7 @@
 
 use naga::{BinaryOperator as Bo, Expression, Handle, Literal, MathFunction as Mf, ScalarKind, TypeInner};
 
-use super::flow::Frame;
+use super::frame::Frame;
 use super::{Writer, internal, member_name};
 use crate::FormsError;
 
@@ -158,6 +158,18 @@ impl Place {
 }
 
 impl Frame<'_> {
+    /// An expression's value: its name once emitted, else the expression itself (constants,
+    /// arguments and other expressions that need no emitting).
+    pub(crate) fn value(&mut self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
+        if let Some(name) = &self.names[h.index()] {
+            return Ok(name.clone());
+        }
+        if matches!(self.fun.expressions[h], Expression::Load { .. } | Expression::CallResult(_)) {
+            return Err(internal("a load or call result used before it was emitted"));
+        }
+        self.compute(w, h)
+    }
+
     /// The scalar kind of an expression's value (of its elements, for a vector).
     pub(crate) fn kind(&self, w: &Writer<'_>, h: Handle<Expression>) -> ScalarKind {
         self.inner(w, h).scalar_kind().unwrap_or(ScalarKind::Uint)

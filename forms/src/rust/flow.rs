@@ -7,86 +7,9 @@ use std::collections::HashSet;
 
 use naga::{Expression, Function, Handle, Statement, TypeInner};
 
-use super::{Writer, ident, internal};
+use super::frame::{Frame, Target};
+use super::{Writer, internal};
 use crate::FormsError;
-
-/// Where `break` and `continue` go.
-enum Target {
-    /// A loop: its label, and the label of the block around its body when `continue` must still
-    /// run the continuing block.
-    Loop { label: String, body: Option<String> },
-    /// A switch: the label of the block around it.
-    Switch { label: String },
-}
-
-/// One function being written.
-pub(crate) struct Frame<'f> {
-    pub(crate) fun: &'f Function,
-    /// Types of the function's expressions.
-    pub(crate) types: naga::front::Typifier,
-    /// The Rust name each expression is bound to, once emitted.
-    names: Vec<Option<String>>,
-    locals: Vec<String>,
-    args: Vec<String>,
-    taken: HashSet<String>,
-    labels: u32,
-    targets: Vec<Target>,
-    /// Values of a loop body that its continuing block reads, declared before the body's
-    /// labelled block (which `continue` leaves) and assigned where the body computes them.
-    hoisted: std::collections::HashMap<Handle<Expression>, String>,
-}
-
-impl Frame<'_> {
-    pub(crate) fn inner(&self, w: &Writer<'_>, h: Handle<Expression>) -> TypeInner {
-        self.types.get(h, &w.module.types).clone()
-    }
-
-    pub(crate) fn arg_name(&self, i: u32) -> Result<String, FormsError> {
-        self.args.get(i as usize).cloned().ok_or_else(|| internal("a missing argument"))
-    }
-
-    pub(crate) fn local_name(&self, l: Handle<naga::LocalVariable>) -> Result<String, FormsError> {
-        self.locals.get(l.index()).cloned().ok_or_else(|| internal("a missing local"))
-    }
-
-    /// A fresh Rust name for a WGSL name.
-    fn fresh(&mut self, name: Option<&str>, fallback: String) -> String {
-        let base = ident(name, fallback);
-        let mut name = base.clone();
-        let mut n = 1;
-        while self.taken.contains(&name) {
-            n += 1;
-            name = format!("{base}_{n}");
-        }
-        self.taken.insert(name.clone());
-        name
-    }
-
-    /// An expression's value: its name once emitted, else the expression itself (constants,
-    /// arguments and other expressions that need no emitting).
-    pub(crate) fn value(&mut self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
-        if let Some(name) = &self.names[h.index()] {
-            return Ok(name.clone());
-        }
-        if matches!(self.fun.expressions[h], Expression::Load { .. } | Expression::CallResult(_)) {
-            return Err(internal("a load or call result used before it was emitted"));
-        }
-        self.compute(w, h)
-    }
-
-    fn label(&mut self, kind: &str) -> String {
-        self.labels += 1;
-        format!("'xc_{kind}{}", self.labels)
-    }
-
-    /// The Rust type of an expression's value.
-    fn type_of(&self, w: &Writer<'_>, h: Handle<Expression>) -> Result<String, FormsError> {
-        match self.types[h] {
-            naga::proc::TypeResolution::Handle(t) => w.ty(t),
-            naga::proc::TypeResolution::Value(ref inner) => w.inner(inner),
-        }
-    }
-}
 
 fn is_pointer(inner: &TypeInner) -> bool {
     matches!(inner, TypeInner::Pointer { .. } | TypeInner::ValuePointer { .. })

@@ -23,6 +23,7 @@
 
 mod expr;
 mod flow;
+mod frame;
 
 use std::collections::HashSet;
 use std::fmt::Write as _;

@@ -407,7 +407,7 @@ fn size_to_the_run(candidates: &mut [Candidate], best_guess: f64, slice: Duratio
 }
 
 /// Why a measured placement was not kept.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum NotKept {
     /// A worker failed while measuring, so the figures say little about a later run.
     #[error("a worker failed while measuring")]
@@ -418,13 +418,13 @@ pub enum NotKept {
     /// No candidate could be measured.
     #[error("nothing could be measured")]
     NothingMeasured,
-    /// The settings file could not be written: what its writer said.
-    #[error("{0}")]
-    Unwritten(String),
+    /// The settings file could not be written.
+    #[error(transparent)]
+    Unwritten(std::sync::Arc<crate::home::HomeError>),
 }
 
 /// How a run's workers were chosen, for the report.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Choice {
     /// Measured on this run.
     Measured {

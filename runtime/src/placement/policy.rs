@@ -41,7 +41,7 @@ impl Placements {
     /// Keeps a measured placement; says where, or why not.
     fn remember(&self, key: &str, kinds: Kinds) -> Result<String, NotKept> {
         self.cache.lock().insert(key.to_owned(), kinds);
-        self.home.set(key, Some(&kinds.to_string())).map_err(|e| NotKept::Unwritten(e.to_string()))?;
+        self.home.set(key, Some(&kinds.to_string())).map_err(|e| NotKept::Unwritten(std::sync::Arc::new(e)))?;
         Ok(self.home.path().display().to_string())
     }
 }
