@@ -41,7 +41,7 @@ impl std::fmt::Display for Peer {
 
 /// Recent work of one program on one block and device.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Work {
+pub struct RecentWork {
     /// The program's address.
     pub peer: Peer,
     /// The block's name.
@@ -78,7 +78,7 @@ pub struct Activity {
     items: AtomicU64,
     /// Items per step, newest last, with the step's number since `started`.
     steps: Mutex<VecDeque<(u64, u64)>>,
-    work: Mutex<VecDeque<Work>>,
+    work: Mutex<VecDeque<RecentWork>>,
     refusals: Mutex<VecDeque<Refusal>>,
     /// Refusals since the daemon started, by code.
     refused: Mutex<BTreeMap<&'static str, u64>>,
@@ -129,7 +129,7 @@ impl Activity {
         let at = work.iter().position(|w| w.peer == peer && w.block == block && w.device == device);
         let mut entry = match at.and_then(|i| work.remove(i)) {
             Some(entry) => entry,
-            None => Work {
+            None => RecentWork {
                 peer,
                 block: block.to_owned(),
                 device: device.to_owned(),
@@ -186,7 +186,7 @@ impl Activity {
     }
 
     /// Recent work, most recent first.
-    pub fn work(&self) -> Vec<Work> {
+    pub fn work(&self) -> Vec<RecentWork> {
         self.work.lock().iter().cloned().collect()
     }
 

@@ -86,7 +86,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<Option<&str>> {
 }
 
 fn check(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> Result<(), ApiError> {
-    match (state.access().is_set(), bearer(headers)) {
+    match (state.secret().is_set(), bearer(headers)) {
         (true, Some(Some(token))) => secret_given(state, peer, conn, token)?,
         // No secret at all, or one not sent as a bearer token, is not a guess: refused, not
         // counted.
@@ -111,18 +111,18 @@ fn check(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap)
             return Err(ApiError::LayoutMismatch { program: program.to_string(), daemon: daemon.to_string() });
         }
     }
-    if !state.access().is_set() {
+    if !state.secret().is_set() {
         prove(state, conn)?;
     }
     Ok(())
 }
 
-/// Checks a secret sent to a daemon that has one ([`crate::state::Access::given`]), and proves
+/// Checks a secret sent to a daemon that has one ([`crate::state::SecretCheck::given`]), and proves
 /// the request's connection when it is right. A connection that has already shown the secret
 /// itself (not a proxy's, which carries many clients) is not held back.
 pub(crate) fn secret_given(state: &AppState, peer: Peer, conn: Option<&Conn>, token: &str) -> Result<(), ApiError> {
     let proven = peer.via.is_none() && conn.is_some_and(Conn::proven);
-    state.access().given(peer, proven, token)?;
+    state.secret().given(peer, proven, token)?;
     prove(state, conn)
 }
 

@@ -59,7 +59,7 @@ pub(crate) async fn login(
     conn: Option<Extension<Arc<Conn>>>,
     form: Result<Form<Login>, FormRejection>,
 ) -> Response {
-    if !state.access().is_set() {
+    if !state.secret().is_set() {
         return see_page();
     }
     let Form(form) = match form {
@@ -80,7 +80,7 @@ pub(crate) async fn login(
             return html(status, &LoginPage { failed: true, held });
         }
     }
-    let Some(value) = state.access().page_cookie(unix_now()) else {
+    let Some(value) = state.secret().page_cookie(unix_now()) else {
         return see_page();
     };
     let cookie = Cookie::build((COOKIE, value))
@@ -101,7 +101,7 @@ pub(crate) async fn login(
 /// other: [`crate::wrong_secrets`]) or a valid cookie.
 /// A valid cookie proves the connection, as the secret does.
 fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMap) -> bool {
-    if !state.access().is_set() {
+    if !state.secret().is_set() {
         return true;
     }
     if let Some(Some(token)) = crate::guard::bearer(headers) {
@@ -114,7 +114,7 @@ fn allowed(state: &AppState, peer: Peer, conn: Option<&Conn>, headers: &HeaderMa
         .filter_map(|v| v.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .any(|c| c.name() == COOKIE && state.access().page_cookie_valid(c.value(), now, LIFETIME.as_secs()));
+        .any(|c| c.name() == COOKIE && state.secret().page_cookie_valid(c.value(), now, LIFETIME.as_secs()));
     if valid {
         conn.map(Conn::prove);
     }
@@ -155,7 +155,7 @@ fn html(status: StatusCode, template: &impl Template) -> Response {
 
 /// The page's view of the daemon now.
 async fn page(state: &AppState) -> DaemonPage {
-    let settings = state.settings();
+    let settings = state.profile();
     let activity = state.activity();
     let mut devices = Vec::new();
     for device in state.devices().all() {

@@ -102,7 +102,7 @@ pub enum ApiError {
     BadRequest(String),
     /// An unknown block.
     #[error("block {0} is not registered here: register it with POST /v1/blocks first")]
-    UnknownBlock(String),
+    UnknownBlock(xcd_wire::BlockId),
     /// An unknown whole array.
     #[error("whole array {0} is not held here: upload it with PUT /v1/arrays/{0} first")]
     UnknownArray(xcd_wire::ArrayHash),
@@ -241,7 +241,7 @@ impl From<EngineError> for ApiError {
             EngineError::NoForm { .. } => ApiError::NoForm(e.to_string()),
             EngineError::Load { .. } => ApiError::LoadFailed(e.to_string()),
             EngineError::BadJob(m) => ApiError::BadFrame(m),
-            EngineError::NotLoaded(id) => ApiError::UnknownBlock(id.to_string()),
+            EngineError::NotLoaded(id) => ApiError::UnknownBlock(id),
             EngineError::TooLarge { .. } | EngineError::WholeTooLarge { .. } => ApiError::TooLarge(e.to_string()),
             EngineError::OutOfMemory { device, needed, free } => ApiError::DeclinedMemory { device, needed, free },
             EngineError::Launch { .. }
@@ -297,7 +297,7 @@ mod tests {
             ApiError::BadFrame("x".into()),
             ApiError::TooLarge("x".into()),
             ApiError::BadRequest("x".into()),
-            ApiError::UnknownBlock("x".into()),
+            ApiError::UnknownBlock(xcd_wire::BlockId([5; 32])),
             ApiError::UnknownArray(xcd_wire::ArrayHash([7; 32])),
             ApiError::UnknownDevice("x".into()),
             ApiError::DeviceFailed("x".into()),

@@ -50,14 +50,14 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => {
                 let Some((tcp, peer)) = accepted_or_wait(accepted).await else { continue };
-                let exempt = state.settings().trusted_proxies.trusts(peer.ip());
+                let exempt = state.profile().trusted_proxies.trusts(peer.ip());
                 let conn = admission.admit(peer.ip(), exempt);
                 let _ = tcp.set_nodelay(true);
                 let open = Arc::new(OpenRequests::default());
                 // Each request learns who sent it: its connection's peer, or the client a trusted
                 // proxy names, and its connection's standing; and counts as open on its connection
                 // until its response is done.
-                let (trusted, router, counted) = (state.settings().trusted_proxies.clone(), router.clone(), open.clone());
+                let (trusted, router, counted) = (state.profile().trusted_proxies.clone(), router.clone(), open.clone());
                 let (standing, patience) = (conn.clone(), limits.stream_idle);
                 let service = TowerToHyperService::new(tower::service_fn(
                     move |mut request: axum::http::Request<hyper::body::Incoming>| {

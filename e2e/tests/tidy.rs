@@ -94,12 +94,12 @@ fn the_daemon_s_state_keeps_its_rooms_behind_methods() {
     assert!(state.contains("pub struct AppState(Arc<Inner>);"), "AppState's one field is private");
     let rooms = [
         ("api/src/state/mod.rs", "struct Inner {"),
-        ("api/src/state/secret.rs", "pub(crate) struct Access {"),
+        ("api/src/state/secret.rs", "pub(crate) struct SecretCheck {"),
         ("api/src/state/limits.rs", "pub(crate) struct Budgets {"),
-        ("api/src/state/blocks.rs", "pub(crate) struct Store {"),
+        ("api/src/state/blocks.rs", "pub(crate) struct BlockStore {"),
         ("api/src/state/blocks.rs", "pub(crate) struct Registration<'s> {"),
         ("api/src/state/streams.rs", "pub(crate) struct Streams {"),
-        ("api/src/state/devices.rs", "pub(crate) struct Devices {"),
+        ("api/src/state/devices.rs", "pub(crate) struct DeviceSet {"),
     ];
     let mut open = Vec::new();
     for (path, item) in rooms {

@@ -27,7 +27,7 @@ pub(crate) async fn register(
     // has loaded nothing anywhere.
     let registration = state.store().register(id).await;
     let known = registration.known();
-    let policy = state.settings().forms;
+    let policy = state.profile().forms;
     let desc = Arc::new(desc);
     if !known {
         registration.room_for(size)?;

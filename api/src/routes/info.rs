@@ -14,7 +14,7 @@ use crate::state::AppState;
 pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> {
     let mut forms: Vec<FormKind> = Vec::new();
     for device in state.devices().all() {
-        for form in xcd_wire::forms_taken(device.info().backend, state.settings().forms) {
+        for form in xcd_wire::forms_taken(device.info().backend, state.profile().forms) {
             if !forms.contains(&form) {
                 forms.push(form);
             }
@@ -24,8 +24,8 @@ pub(crate) async fn version(State(state): State<AppState>) -> Json<VersionInfo> 
         version: state.version().to_owned(),
         layout: Layout::native().to_string(),
         forms,
-        pool: state.settings().pool.clone(),
-        secret: state.access().is_set(),
+        pool: state.profile().pool.clone(),
+        secret: state.secret().is_set(),
     })
 }
 
@@ -44,7 +44,7 @@ pub(crate) async fn capacity(State(state): State<AppState>) -> Json<Capacity> {
         Ok(()) => (true, None, None),
         Err(ApiError::Draining) => (false, Some(ProblemCode::Draining.as_str().to_owned()), None),
         Err(ApiError::DeclinedNimby { .. }) => {
-            let until = state.settings().nimby.inside_now().map(|(_, until)| until.to_rfc3339());
+            let until = state.profile().nimby.inside_now().map(|(_, until)| until.to_rfc3339());
             (false, Some("nimby".to_owned()), until)
         }
         Err(other) => (false, Some(other.code().as_str().to_owned()), None),

@@ -22,7 +22,7 @@ struct Blocks {
 }
 
 /// The blocks and whole arrays clients have sent.
-pub(crate) struct Store {
+pub(crate) struct BlockStore {
     blocks: RwLock<Blocks>,
     /// Taken while a new block is checked and loaded.
     registering: tokio::sync::Mutex<()>,
@@ -33,10 +33,10 @@ pub(crate) struct Store {
     max_bytes: u64,
 }
 
-impl Store {
+impl BlockStore {
     /// An empty store bounded by `limits`.
-    pub(crate) fn new(limits: &Limits) -> Store {
-        Store {
+    pub(crate) fn new(limits: &Limits) -> BlockStore {
+        BlockStore {
             blocks: RwLock::default(),
             registering: tokio::sync::Mutex::new(()),
             arrays: Mutex::new(WholeCache::with_count(limits.array_cache_bytes, usize::MAX)),
@@ -47,7 +47,7 @@ impl Store {
 
     /// The block registered as `id`.
     pub(crate) fn block(&self, id: &BlockId) -> Result<Arc<BlockDesc>, ApiError> {
-        self.blocks.read().by_id.get(id).cloned().ok_or_else(|| ApiError::UnknownBlock(id.to_string()))
+        self.blocks.read().by_id.get(id).cloned().ok_or(ApiError::UnknownBlock(*id))
     }
 
     /// The block whose id a client wrote as `text`.
@@ -86,7 +86,7 @@ impl Store {
 
 /// A block being registered, holding its turn if it is new.
 pub(crate) struct Registration<'s> {
-    store: &'s Store,
+    store: &'s BlockStore,
     id: BlockId,
     known: bool,
     _turn: Option<tokio::sync::MutexGuard<'s, ()>>,

@@ -10,7 +10,7 @@ use xcd_engine::DeviceHandle;
 use crate::problem::ApiError;
 
 /// The daemon's devices, in the order clients number them, and their tile counts.
-pub(crate) struct Devices {
+pub(crate) struct DeviceSet {
     list: Vec<DeviceHandle>,
     in_flight: AtomicU64,
     /// Tiles in flight on each device, in `list` order.
@@ -20,11 +20,11 @@ pub(crate) struct Devices {
     micros: Vec<AtomicU64>,
 }
 
-impl Devices {
+impl DeviceSet {
     /// `list`, with nothing in flight.
-    pub(crate) fn new(list: Vec<DeviceHandle>) -> Devices {
+    pub(crate) fn new(list: Vec<DeviceHandle>) -> DeviceSet {
         let zeros = || list.iter().map(|_| AtomicU64::new(0)).collect();
-        Devices { by_device: zeros(), micros: zeros(), in_flight: AtomicU64::new(0), list }
+        DeviceSet { by_device: zeros(), micros: zeros(), in_flight: AtomicU64::new(0), list }
     }
 
     /// Every device, in order.

@@ -1,14 +1,14 @@
 //! What every request handler shares: the daemon's state, in rooms of its own, each a module
 //! with private fields and a small interface:
-//! - [`secret`]: the secret, the page's cookies and the wrong secrets by address ([`Access`]);
+//! - [`secret`]: the secret, the page's cookies and the wrong secrets by address ([`SecretCheck`]);
 //! - [`limits`]: [`Limits`], set once, and the budgets of bytes held while requests run
 //!   ([`Budgets`]);
-//! - [`blocks`]: the registered blocks and the whole arrays ([`Store`]);
+//! - [`blocks`]: the registered blocks and the whole arrays ([`BlockStore`]);
 //! - [`streams`]: the tile streams open and the drain ([`Streams`]);
-//! - [`devices`]: the devices and their tiles in flight ([`Devices`]).
+//! - [`devices`]: the devices and their tiles in flight ([`DeviceSet`]).
 //!
 //! This module holds them together in [`AppState`], with the settings the binary parsed
-//! ([`Config`], kept as [`Settings`] less what the rooms took), the metrics and the activity, and
+//! ([`Config`], kept as [`Profile`] less what the rooms took), the metrics and the activity, and
 //! says whether the daemon takes work now ([`Availability`]). Handlers reach each room through
 //! its accessor; no field is open.
 
@@ -23,12 +23,12 @@ use std::sync::Arc;
 use xcd_engine::DeviceHandle;
 use xcd_wire::ProblemCode;
 
-pub(crate) use blocks::Store;
-pub(crate) use devices::Devices;
+pub(crate) use blocks::BlockStore;
+pub(crate) use devices::DeviceSet;
 pub(crate) use limits::Budgets;
 pub use limits::{BLOCK_WEIGHT, Limits};
-pub(crate) use secret::Access;
 pub use secret::Secret;
+pub(crate) use secret::SecretCheck;
 pub(crate) use streams::Streams;
 
 use crate::activity::{Activity, Peer};
@@ -64,7 +64,7 @@ pub struct Config {
 
 /// What the daemon says of itself and decides by, from [`Config`]: read-only once made.
 #[derive(Debug)]
-pub(crate) struct Settings {
+pub(crate) struct Profile {
     /// `-nimby` hours.
     pub(crate) nimby: Nimby,
     /// `-pool` name.
@@ -84,12 +84,12 @@ pub(crate) struct Settings {
 }
 
 struct Inner {
-    settings: Settings,
-    access: Access,
+    profile: Profile,
+    secret: SecretCheck,
     budgets: Budgets,
-    store: Store,
+    store: BlockStore,
     streams: Streams,
-    devices: Devices,
+    devices: DeviceSet,
     metrics: Metrics,
     activity: Activity,
 }
@@ -116,7 +116,7 @@ impl AppState {
     /// State for a daemon serving `devices` with `config`.
     pub fn new(config: Config, devices: Vec<DeviceHandle>) -> Self {
         let Config { secret, nimby, pool, limits, depth, version, fingerprint, host, trusted_proxies, forms } = config;
-        let settings = Settings {
+        let profile = Profile {
             nimby,
             pool,
             depth: if depth == 0 { 3 } else { depth },
@@ -127,12 +127,12 @@ impl AppState {
             forms,
         };
         AppState(Arc::new(Inner {
-            settings,
-            access: Access::new(secret, limits.secret_failures),
-            store: Store::new(&limits),
+            profile,
+            secret: SecretCheck::new(secret, limits.secret_failures),
+            store: BlockStore::new(&limits),
             streams: Streams::new(limits.max_streams),
             budgets: Budgets::new(limits),
-            devices: Devices::new(devices),
+            devices: DeviceSet::new(devices),
             metrics: Metrics::default(),
             activity: Activity::default(),
         }))
@@ -171,8 +171,8 @@ impl AppState {
     }
 
     /// The settings.
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.0.settings
+    pub(crate) fn profile(&self) -> &Profile {
+        &self.0.profile
     }
 
     /// The limits.
@@ -181,8 +181,8 @@ impl AppState {
     }
 
     /// The secret and the wrong secrets.
-    pub(crate) fn access(&self) -> &Access {
-        &self.0.access
+    pub(crate) fn secret(&self) -> &SecretCheck {
+        &self.0.secret
     }
 
     /// The budgets of bytes held.
@@ -191,7 +191,7 @@ impl AppState {
     }
 
     /// The blocks and whole arrays.
-    pub(crate) fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &BlockStore {
         &self.0.store
     }
 
@@ -201,7 +201,7 @@ impl AppState {
     }
 
     /// The devices.
-    pub(crate) fn devices(&self) -> &Devices {
+    pub(crate) fn devices(&self) -> &DeviceSet {
         &self.0.devices
     }
 
@@ -220,12 +220,12 @@ impl AppState {
 
     /// The version this daemon says it is.
     pub(crate) fn version(&self) -> &str {
-        &self.0.settings.version
+        &self.0.profile.version
     }
 
     /// Tiles a program should keep in flight per device.
     pub(crate) fn depth(&self) -> u32 {
-        self.0.settings.depth
+        self.0.profile.depth
     }
 
     /// Refuses new work while draining or inside the NIMBY hours, or with every device out of
@@ -234,7 +234,7 @@ impl AppState {
         if self.0.streams.draining() {
             return Err(ApiError::Draining);
         }
-        if let Some((range, until)) = self.0.settings.nimby.inside_now() {
+        if let Some((range, until)) = self.0.profile.nimby.inside_now() {
             let retry_after = (until - chrono::Local::now()).num_seconds().max(1) as u64;
             return Err(ApiError::DeclinedNimby { range, until: until.format("%H:%M").to_string(), retry_after });
         }

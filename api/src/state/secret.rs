@@ -1,6 +1,6 @@
 //! The daemon's secret and what guards it: the secret itself (compared in constant time, never
 //! printed), the page's cookies it signs, and the count of wrong secrets by address
-//! ([`crate::wrong_secrets`]), behind one small interface, [`Access`]. Whether a request must show
+//! ([`crate::wrong_secrets`]), behind one small interface, [`SecretCheck`]. Whether a request must show
 //! the secret, and proving its connection, are `crate::guard`'s; this module must not read
 //! requests.
 
@@ -71,16 +71,16 @@ impl std::fmt::Debug for Secret {
 }
 
 /// The daemon's secret, if it has one, and the wrong secrets sent to it lately.
-pub(crate) struct Access {
+pub(crate) struct SecretCheck {
     secret: Option<Secret>,
     failed: FailedSecrets,
 }
 
-impl Access {
+impl SecretCheck {
     /// Guards with `secret` (none: nothing to show), holding back an address after `failures`
     /// wrong secrets.
-    pub(crate) fn new(secret: Option<Secret>, failures: u32) -> Access {
-        Access { secret, failed: FailedSecrets::new(failures) }
+    pub(crate) fn new(secret: Option<Secret>, failures: u32) -> SecretCheck {
+        SecretCheck { secret, failed: FailedSecrets::new(failures) }
     }
 
     /// Whether the daemon has a secret.

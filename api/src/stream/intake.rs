@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use xcd_wire::FrameSplitter;
 
-use super::Stream;
+use super::TileStream;
 use crate::held::Wanted;
 use crate::held::{Held, frame_cost};
 use crate::problem::ApiError;
@@ -21,7 +21,7 @@ pub(super) struct Intake {
 impl Intake {
     /// The next whole frame whose share of the budget is held, taking or asking for its share
     /// first; `Ok(None)` when none is ready (or its share is being waited for).
-    pub(super) fn next(&mut self, stream: &Stream) -> Result<Option<(Bytes, Option<Held>)>, xcd_wire::FrameError> {
+    pub(super) fn next(&mut self, stream: &TileStream) -> Result<Option<(Bytes, Option<Held>)>, xcd_wire::FrameError> {
         let (state, limits) = (&stream.state, stream.state.limits());
         if self.charge.is_none() && self.wanted.is_none() {
             if let Some(cost) = self.splitter.front().and_then(|front| frame_cost(front, stream.block.desc(), limits)) {

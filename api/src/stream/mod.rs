@@ -36,7 +36,7 @@ use crate::problem::ApiError;
 use crate::state::AppState;
 use crate::tile::{self, Opened};
 use intake::{Intake, frame_time};
-use taking::{Share, Taking};
+use taking::{ResultShare, Taking};
 
 /// Starts the stream of `peer`'s tiles of the run `opened`, read from `request`: its answer's
 /// body, or `busy` when the most streams are open. `due` makes the answer due at once.
@@ -54,7 +54,7 @@ pub(crate) fn serve(
     tokio::spawn(async move {
         let _slot = slot;
         let Opened { block, device } = opened;
-        let stream = Stream { state, peer, block, device, tx, due, taking };
+        let stream = TileStream { state, peer, block, device, tx, due, taking };
         serve_stream(stream, request).await;
     });
     // Each message is one frame in pieces (`result_pieces`), sent on in order; its tile's share
@@ -73,10 +73,10 @@ pub(crate) fn serve(
 }
 
 /// A result frame in pieces, with its tile's share of the budget when it has one.
-type Answer = (Vec<Bytes>, Option<Share>);
+type Answer = (Vec<Bytes>, Option<ResultShare>);
 
 /// One tile stream's parts, handed over once from its handler.
-pub(crate) struct Stream {
+pub(crate) struct TileStream {
     state: AppState,
     peer: Peer,
     block: Loaded,
@@ -87,7 +87,7 @@ pub(crate) struct Stream {
     taking: Arc<Taking>,
 }
 
-impl Stream {
+impl TileStream {
     /// Ends the stream with a problem frame for the whole stream.
     async fn close(&self, e: ApiError) {
         let _ = self.tx.send((e.problem_frame(STREAM_TAG), None)).await;
@@ -135,7 +135,7 @@ impl Stream {
     /// reads no result for the stream idle limit: it holds a stream, tiles and buffers for
     /// nothing, so the stream ends and the program sees it end early).
     async fn deliver(&self, pieces: Vec<Bytes>, held: Option<Held>) -> bool {
-        let answer = (pieces, held.map(|held| Share::new(held, &self.taking)));
+        let answer = (pieces, held.map(|held| ResultShare::new(held, &self.taking)));
         match tokio::time::timeout(self.state.limits().stream_idle, self.tx.send(answer)).await {
             Ok(Ok(())) => true,
             Ok(Err(_)) => false,
@@ -147,7 +147,7 @@ impl Stream {
     }
 }
 
-async fn serve_stream(stream: Stream, request: Body) {
+async fn serve_stream(stream: TileStream, request: Body) {
     let limits = stream.state.limits();
     let depth = stream.state.depth() as usize;
     let mut data = request.into_data_stream();

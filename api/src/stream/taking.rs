@@ -1,5 +1,5 @@
 //! How a stream's answer is being taken by HTTP/2 ([`Taking`]), and each result's share of the
-//! tile budget, held until its last piece is taken ([`Share`]).
+//! tile budget, held until its last piece is taken ([`ResultShare`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,19 +29,19 @@ impl Taking {
 }
 
 /// A result's share of the budget, counted by its stream's [`Taking`] until dropped.
-pub(super) struct Share {
+pub(super) struct ResultShare {
     _held: Held,
     taking: Arc<Taking>,
 }
 
-impl Share {
+impl ResultShare {
     pub(super) fn new(held: Held, taking: &Arc<Taking>) -> Self {
         taking.holding.fetch_add(1, Ordering::SeqCst);
-        Share { _held: held, taking: taking.clone() }
+        ResultShare { _held: held, taking: taking.clone() }
     }
 }
 
-impl Drop for Share {
+impl Drop for ResultShare {
     fn drop(&mut self) {
         self.taking.holding.fetch_sub(1, Ordering::SeqCst);
     }
