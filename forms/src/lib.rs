@@ -27,6 +27,7 @@ pub mod rust;
 mod spirv;
 pub mod subset;
 mod symbol;
+mod walk;
 
 pub use abi::{ArrayBinding, Interface};
 pub use check::{Binding, admit_spirv, bindings, check_spirv};

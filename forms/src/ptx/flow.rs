@@ -2,11 +2,12 @@
 //! (WGSL has no recursion, so inlining ends), each inlined function getting fresh registers for
 //! its values and locals.
 
-use naga::{Expression, Function, Handle, Statement, TypeInner};
+use naga::{Expression, Function, Handle, TypeInner};
 
 use super::place::{Alt, Mem, Place};
 use super::{Kind, Reg, Writer};
 use crate::FormsError;
+use crate::walk::{self, Flow, Target};
 
 /// What an expression evaluated to.
 #[derive(Debug, Clone)]
@@ -15,13 +16,6 @@ pub(crate) enum Slot {
     Place(Place),
 }
 
-/// Where `break` and `continue` go.
-enum Target {
-    Loop { cont: String, end: String },
-    Switch { end: String },
-}
-
-/// One function being written: the entry, or an inlined callee.
 /// An index into a value: a constant (`AccessIndex`) or an expression (`Access`).
 #[derive(Clone, Copy)]
 enum Index {
@@ -29,6 +23,7 @@ enum Index {
     Dynamic(Handle<Expression>),
 }
 
+/// One function being written: the entry, or an inlined callee.
 struct Frame<'f> {
     fun: &'f Function,
     /// Types of the function's expressions.
@@ -38,7 +33,8 @@ struct Frame<'f> {
     locals: Vec<Place>,
     /// For a callee: its result registers and the label after its body.
     ret: Option<(Vec<Reg>, String)>,
-    targets: Vec<Target>,
+    /// Where `break` and `continue` go: labels.
+    targets: Vec<Target<String>>,
 }
 
 fn internal(what: &str) -> FormsError {
@@ -49,7 +45,7 @@ fn internal(what: &str) -> FormsError {
 pub(crate) fn entry(w: &mut Writer<'_>, fun: &Function) -> Result<(), FormsError> {
     let args = fun.arguments.iter().map(|_| Slot::Val(w.gid.clone())).collect();
     let mut frame = Frame::new(w, fun, args, None)?;
-    frame.block(w, &fun.body)
+    walk::walk_block(&mut frame, w, &fun.body)
 }
 
 impl<'f> Frame<'f> {
@@ -59,13 +55,8 @@ impl<'f> Frame<'f> {
         args: Vec<Slot>,
         ret: Option<(Vec<Reg>, String)>,
     ) -> Result<Self, FormsError> {
-        let mut types = naga::front::Typifier::new();
-        let ctx = naga::proc::ResolveContext::with_locals(w.module, &fun.local_variables, &fun.arguments);
-        for (h, _) in fun.expressions.iter() {
-            types
-                .grow(h, &fun.expressions, &ctx)
-                .map_err(|e| FormsError::Internal(format!("typing an expression: {e}")))?;
-        }
+        let types =
+            walk::typify(w.module, fun).map_err(|e| FormsError::Internal(format!("typing an expression: {e}")))?;
         let in_memory = locals_in_memory(w, fun, &types);
         let mut frame = Frame {
             fun,
@@ -277,42 +268,60 @@ impl<'f> Frame<'f> {
             }
         }
     }
+}
 
-    fn block(&mut self, w: &mut Writer<'_>, block: &'f naga::Block) -> Result<(), FormsError> {
-        for statement in block {
-            self.statement(w, statement)?;
-        }
+impl<'f, 'm> Flow<'f, Writer<'m>> for Frame<'f> {
+    type Value = Vec<Reg>;
+    type Jump = String;
+    /// The labels of the `else` and of the end.
+    type If = (String, String);
+    /// The labels of the loop's top, its continuing block and its end.
+    type Loop = (String, String, String);
+
+    fn internal(what: &str) -> FormsError {
+        internal(what)
+    }
+
+    fn targets(&mut self) -> &mut Vec<Target<String>> {
+        &mut self.targets
+    }
+
+    fn eval(&mut self, w: &mut Writer<'m>, h: Handle<Expression>) -> Result<Vec<Reg>, FormsError> {
+        self.value(w, h)
+    }
+
+    fn emit(&mut self, w: &mut Writer<'m>, h: Handle<Expression>) -> Result<(), FormsError> {
+        let slot = self.compute(w, h)?;
+        self.slots[h.index()] = Some(slot);
         Ok(())
     }
 
     /// An if: a branch past `accept` to `reject` where the condition is false.
-    fn branch(
-        &mut self,
-        w: &mut Writer<'_>,
-        condition: Handle<Expression>,
-        accept: &'f naga::Block,
-        reject: &'f naga::Block,
-    ) -> Result<(), FormsError> {
-        let c = self.value(w, condition)?[0];
+    fn if_begin(&mut self, w: &mut Writer<'m>, condition: Vec<Reg>) -> Self::If {
+        let c = condition[0];
         let (otherwise, end) = (w.label(), w.label());
         w.op(format!("@!{c} bra {otherwise}"));
-        self.block(w, accept)?;
+        (otherwise, end)
+    }
+
+    fn if_else(&mut self, w: &mut Writer<'m>, (otherwise, end): &Self::If, _reject: &'f naga::Block) {
         w.op(format!("bra {end}"));
-        w.place_label(&otherwise);
-        self.block(w, reject)?;
+        w.place_label(otherwise);
+    }
+
+    fn if_end(&mut self, w: &mut Writer<'m>, (_, end): Self::If, _reject: &'f naga::Block) {
         w.place_label(&end);
-        Ok(())
     }
 
     /// A switch: a comparison and branch per case value, then each case's body in order,
     /// falling through where the case says so.
     fn switch(
         &mut self,
-        w: &mut Writer<'_>,
-        selector: Handle<Expression>,
+        w: &mut Writer<'m>,
+        selector: Vec<Reg>,
         cases: &'f [naga::SwitchCase],
     ) -> Result<(), FormsError> {
-        let s = self.value(w, selector)?[0];
+        let s = selector[0];
         let labels: Vec<String> = cases.iter().map(|_| w.label()).collect();
         let end = w.label();
         let mut default = end.clone();
@@ -330,10 +339,10 @@ impl<'f> Frame<'f> {
             w.op(format!("@{hit} bra {label}"));
         }
         w.op(format!("bra {default}"));
-        self.targets.push(Target::Switch { end: end.clone() });
+        self.targets.push(Target::Switch { brk: end.clone() });
         for (case, label) in cases.iter().zip(&labels) {
             w.place_label(label);
-            self.block(w, &case.body)?;
+            walk::walk_block(self, w, &case.body)?;
             if !case.fall_through {
                 w.op(format!("bra {end}"));
             }
@@ -343,10 +352,71 @@ impl<'f> Frame<'f> {
         Ok(())
     }
 
+    fn loop_begin(
+        &mut self,
+        w: &mut Writer<'m>,
+        _body: &'f naga::Block,
+        _continuing: &'f naga::Block,
+        _break_if: Option<Handle<Expression>>,
+    ) -> Result<(Self::Loop, Target<String>), FormsError> {
+        let (top, cont, end) = (w.label(), w.label(), w.label());
+        w.place_label(&top);
+        let target = Target::Loop { brk: end.clone(), cont: cont.clone() };
+        Ok(((top, cont, end), target))
+    }
+
+    fn loop_continuing(&mut self, w: &mut Writer<'m>, (_, cont, end): &Self::Loop) -> Target<String> {
+        w.place_label(cont);
+        Target::Loop { brk: end.clone(), cont: cont.clone() }
+    }
+
+    fn loop_end(&mut self, w: &mut Writer<'m>, (top, _, end): Self::Loop, break_if: Option<Vec<Reg>>) {
+        if let Some(c) = break_if {
+            let c = c[0];
+            w.op(format!("@{c} bra {end}"));
+        }
+        w.op(format!("bra {top}"));
+        w.place_label(&end);
+    }
+
+    fn jump(&mut self, w: &mut Writer<'m>, to: String) {
+        w.op(format!("bra {to}"));
+    }
+
+    fn ret(&mut self, w: &mut Writer<'m>, value: Option<Handle<Expression>>) -> Result<(), FormsError> {
+        match &self.ret {
+            None => w.op("ret"),
+            Some((regs, end)) => {
+                let (regs, end) = (regs.clone(), end.clone());
+                if let Some(v) = value {
+                    let v = self.value(w, v)?;
+                    for (&to, &from) in regs.iter().zip(&v) {
+                        w.mov(None, to, from);
+                    }
+                }
+                w.op(format!("bra {end}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        w: &mut Writer<'m>,
+        pointer: Handle<Expression>,
+        value: Handle<Expression>,
+    ) -> Result<(), FormsError> {
+        let pointee = self.pointee(w, pointer)?;
+        let place = self.place(w, pointer)?;
+        let v = self.value(w, value)?;
+        w.store(&place, &pointee, &v);
+        Ok(())
+    }
+
     /// A call, inlined: the callee's body in a frame of its own, its result in registers.
     fn call(
         &mut self,
-        w: &mut Writer<'_>,
+        w: &mut Writer<'m>,
         function: Handle<naga::Function>,
         arguments: &[Handle<Expression>],
         result: Option<Handle<Expression>>,
@@ -368,75 +438,10 @@ impl<'f> Frame<'f> {
         };
         let end = w.label();
         let mut inner = Frame::new(w, callee, args, Some((regs.clone(), end.clone())))?;
-        inner.block(w, &callee.body)?;
+        walk::walk_block(&mut inner, w, &callee.body)?;
         w.place_label(&end);
         if let Some(result) = result {
             self.slots[result.index()] = Some(Slot::Val(regs));
-        }
-        Ok(())
-    }
-
-    fn statement(&mut self, w: &mut Writer<'_>, statement: &'f Statement) -> Result<(), FormsError> {
-        match *statement {
-            Statement::Emit(ref range) => {
-                for h in range.clone() {
-                    let slot = self.compute(w, h)?;
-                    self.slots[h.index()] = Some(slot);
-                }
-            }
-            Statement::Block(ref inner) => self.block(w, inner)?,
-            Statement::If { condition, ref accept, ref reject } => self.branch(w, condition, accept, reject)?,
-            Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
-            Statement::Loop { ref body, ref continuing, break_if } => {
-                let (top, cont, end) = (w.label(), w.label(), w.label());
-                w.place_label(&top);
-                self.targets.push(Target::Loop { cont: cont.clone(), end: end.clone() });
-                self.block(w, body)?;
-                w.place_label(&cont);
-                self.block(w, continuing)?;
-                self.targets.pop();
-                if let Some(b) = break_if {
-                    let c = self.value(w, b)?[0];
-                    w.op(format!("@{c} bra {end}"));
-                }
-                w.op(format!("bra {top}"));
-                w.place_label(&end);
-            }
-            Statement::Break => {
-                let end = match self.targets.last() {
-                    Some(Target::Loop { end, .. } | Target::Switch { end }) => end.clone(),
-                    None => return Err(internal("a break outside a loop or switch")),
-                };
-                w.op(format!("bra {end}"));
-            }
-            Statement::Continue => {
-                let cont = self.targets.iter().rev().find_map(|t| match t {
-                    Target::Loop { cont, .. } => Some(cont.clone()),
-                    Target::Switch { .. } => None,
-                });
-                w.op(format!("bra {}", cont.ok_or_else(|| internal("a continue outside a loop"))?));
-            }
-            Statement::Return { value } => match &self.ret {
-                None => w.op("ret"),
-                Some((regs, end)) => {
-                    let (regs, end) = (regs.clone(), end.clone());
-                    if let Some(v) = value {
-                        let v = self.value(w, v)?;
-                        for (&to, &from) in regs.iter().zip(&v) {
-                            w.mov(None, to, from);
-                        }
-                    }
-                    w.op(format!("bra {end}"));
-                }
-            },
-            Statement::Store { pointer, value } => {
-                let pointee = self.pointee(w, pointer)?;
-                let place = self.place(w, pointer)?;
-                let v = self.value(w, value)?;
-                w.store(&place, &pointee, &v);
-            }
-            Statement::Call { function, ref arguments, result } => self.call(w, function, arguments, result)?,
-            _ => return Err(internal("a statement outside the exact subset")),
         }
         Ok(())
     }

@@ -7,9 +7,10 @@ use std::collections::HashSet;
 
 use naga::{Expression, Function, Handle, Statement, TypeInner};
 
-use super::frame::{Frame, Target};
+use super::frame::Frame;
 use super::{Writer, internal};
 use crate::FormsError;
+use crate::walk::{self, Flow, Target};
 
 fn is_pointer(inner: &TypeInner) -> bool {
     matches!(inner, TypeInner::Pointer { .. } | TypeInner::ValuePointer { .. })
@@ -17,11 +18,7 @@ fn is_pointer(inner: &TypeInner) -> bool {
 
 /// Writes one function: a WGSL function (`handle`), or the entry point's body as `xc_item`.
 pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle<Function>>) -> Result<(), FormsError> {
-    let mut types = naga::front::Typifier::new();
-    let ctx = naga::proc::ResolveContext::with_locals(w.module, &fun.local_variables, &fun.arguments);
-    for (h, _) in fun.expressions.iter() {
-        types.grow(h, &fun.expressions, &ctx).map_err(|e| internal(format!("typing an expression: {e}")))?;
-    }
+    let types = walk::typify(w.module, fun).map_err(|e| internal(format!("typing an expression: {e}")))?;
     let mut frame = Frame {
         fun,
         types,
@@ -66,7 +63,7 @@ pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle
         w.line(format!("let mut {name}: {ty} = {init};"));
         frame.locals.push(name);
     }
-    frame.block(w, &fun.body)?;
+    walk::walk_block(&mut frame, w, &fun.body)?;
     w.indent -= 1;
     w.line("}");
     w.line("");
@@ -74,185 +71,13 @@ pub(crate) fn function(w: &mut Writer<'_>, fun: &Function, handle: Option<Handle
 }
 
 impl<'f> Frame<'f> {
-    fn block(&mut self, w: &mut Writer<'_>, block: &'f naga::Block) -> Result<(), FormsError> {
-        for statement in block {
-            self.statement(w, statement)?;
-        }
-        Ok(())
-    }
-
     /// A nested block in braces.
     fn braced(&mut self, w: &mut Writer<'_>, head: String, block: &'f naga::Block) -> Result<(), FormsError> {
         w.line(format!("{head}{{"));
         w.indent += 1;
-        self.block(w, block)?;
+        walk::walk_block(self, w, block)?;
         w.indent -= 1;
         w.line("}");
-        Ok(())
-    }
-
-    /// An if, with its else where it has one.
-    fn branch(
-        &mut self,
-        w: &mut Writer<'_>,
-        condition: Handle<Expression>,
-        accept: &'f naga::Block,
-        reject: &'f naga::Block,
-    ) -> Result<(), FormsError> {
-        let c = self.value(w, condition)?;
-        w.line(format!("if {c} {{"));
-        w.indent += 1;
-        self.block(w, accept)?;
-        w.indent -= 1;
-        if !reject.is_empty() {
-            w.line("} else {");
-            w.indent += 1;
-            self.block(w, reject)?;
-            w.indent -= 1;
-        }
-        w.line("}");
-        Ok(())
-    }
-
-    /// A loop, labelled; its body in a labelled block of its own where a `continue` must still
-    /// reach the continuing block (values the continuing block reads declared before it).
-    fn looped(
-        &mut self,
-        w: &mut Writer<'_>,
-        body: &'f naga::Block,
-        continuing: &'f naga::Block,
-        break_if: Option<Handle<Expression>>,
-    ) -> Result<(), FormsError> {
-        let label = self.label("loop");
-        let needs_body_label = (!continuing.is_empty() || break_if.is_some()) && continues(body);
-        let body_label = needs_body_label.then(|| self.label("body"));
-        w.line(format!("{label}: loop {{"));
-        w.indent += 1;
-        if body_label.is_some() {
-            self.hoist(w, body, continuing, break_if)?;
-        }
-        self.targets.push(Target::Loop { label: label.clone(), body: body_label.clone() });
-        match &body_label {
-            Some(b) => self.braced(w, format!("{b}: "), body)?,
-            None => self.block(w, body)?,
-        }
-        self.targets.pop();
-        // `continue` and `break` in the continuing block are not allowed by WGSL; naga's
-        // break_if is the only way out of it.
-        self.targets.push(Target::Loop { label: label.clone(), body: None });
-        self.block(w, continuing)?;
-        self.targets.pop();
-        if let Some(b) = break_if {
-            let c = self.value(w, b)?;
-            w.line(format!("if {c} {{ break {label}; }}"));
-        }
-        w.indent -= 1;
-        w.line("}");
-        Ok(())
-    }
-
-    /// A call of a function of the module: locals passed by pointer, values by value.
-    fn call(
-        &mut self,
-        w: &mut Writer<'_>,
-        function: Handle<naga::Function>,
-        arguments: &[Handle<Expression>],
-        result: Option<Handle<Expression>>,
-    ) -> Result<(), FormsError> {
-        let mut args = vec!["xc".to_owned()];
-        for &a in arguments {
-            if is_pointer(&self.inner(w, a)) {
-                let place = self.place(w, a)?;
-                if place.root.starts_with("xc.") {
-                    return Err(FormsError::Unsupported {
-                        at: None,
-                        construct: "a pointer to a global passed to a function".into(),
-                        why: "the CPU form passes locals by pointer only; copy the value into a local var, pass that, and store it back".into(),
-                    });
-                }
-                args.push(place.borrow().ok_or_else(|| FormsError::Unsupported {
-                    at: None,
-                    construct: "a pointer to an element at a computed index passed to a function".into(),
-                    why: "the CPU form passes whole locals or constant-indexed parts by pointer; copy the element into a local var first".into(),
-                })?);
-            } else {
-                args.push(self.value(w, a)?);
-            }
-        }
-        let mut call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
-        if let Some(&(_, fast)) = w.native.iter().find(|(h, _)| *h == function) {
-            // The f64 fast path, and the library's WGSL where it cannot say (same bits).
-            call = format!("match {fast}({}) {{ Some(xc_v) => xc_v, None => {call} }}", args[1..].join(", "));
-        }
-        match result {
-            Some(r) => {
-                let ty = self.type_of(w, r)?;
-                let name = self.fresh(None, format!("xc_e{}", r.index()));
-                w.line(format!("let {name}: {ty} = {call};"));
-                self.names[r.index()] = Some(name);
-            }
-            None => w.line(format!("{call};")),
-        }
-        Ok(())
-    }
-
-    fn statement(&mut self, w: &mut Writer<'_>, statement: &'f Statement) -> Result<(), FormsError> {
-        match *statement {
-            Statement::Emit(ref range) => {
-                for h in range.clone() {
-                    if is_pointer(&self.inner(w, h)) {
-                        continue;
-                    }
-                    let value = self.compute(w, h)?;
-                    if let Some(name) = self.hoisted.remove(&h) {
-                        w.line(format!("{name} = {value};"));
-                        self.names[h.index()] = Some(name);
-                        continue;
-                    }
-                    let ty = self.type_of(w, h)?;
-                    let wgsl = self.fun.named_expressions.get(&h).map(String::as_str);
-                    let name = self.fresh(wgsl, format!("xc_e{}", h.index()));
-                    w.line(format!("let {name}: {ty} = {value};"));
-                    self.names[h.index()] = Some(name);
-                }
-            }
-            Statement::Block(ref inner) => self.braced(w, String::new(), inner)?,
-            Statement::If { condition, ref accept, ref reject } => self.branch(w, condition, accept, reject)?,
-            Statement::Switch { selector, ref cases } => self.switch(w, selector, cases)?,
-            Statement::Loop { ref body, ref continuing, break_if } => self.looped(w, body, continuing, break_if)?,
-            Statement::Break => {
-                let label = match self.targets.last() {
-                    Some(Target::Loop { label, .. } | Target::Switch { label }) => label.clone(),
-                    None => return Err(internal("a break outside a loop or switch")),
-                };
-                w.line(format!("break {label};"));
-            }
-            Statement::Continue => {
-                let target = self.targets.iter().rev().find_map(|t| match t {
-                    Target::Loop { label, body } => Some((label.clone(), body.clone())),
-                    Target::Switch { .. } => None,
-                });
-                match target {
-                    Some((_, Some(body))) => w.line(format!("break {body};")),
-                    Some((label, None)) => w.line(format!("continue {label};")),
-                    None => return Err(internal("a continue outside a loop")),
-                }
-            }
-            Statement::Return { value } => match value {
-                Some(v) => {
-                    let v = self.value(w, v)?;
-                    w.line(format!("return {v};"));
-                }
-                None => w.line("return;"),
-            },
-            Statement::Store { pointer, value } => {
-                let place = self.place(w, pointer)?;
-                let v = self.value(w, value)?;
-                w.line(place.write(&v));
-            }
-            Statement::Call { function, ref arguments, result } => self.call(w, function, arguments, result)?,
-            _ => return Err(internal("a statement outside the exact subset")),
-        }
         Ok(())
     }
 
@@ -298,20 +123,87 @@ impl<'f> Frame<'f> {
         }
         Ok(())
     }
+}
 
-    fn switch(
-        &mut self,
-        w: &mut Writer<'_>,
-        selector: Handle<Expression>,
-        cases: &'f [naga::SwitchCase],
-    ) -> Result<(), FormsError> {
-        let s = self.value(w, selector)?;
+impl<'f, 'm> Flow<'f, Writer<'m>> for Frame<'f> {
+    type Value = String;
+    /// The statement that jumps: `break 'xc_loop1;`, `continue 'xc_loop1;`.
+    type Jump = String;
+    type If = ();
+    /// The loop's label, and its body's where a `continue` must still run the continuing block.
+    type Loop = (String, Option<String>);
+
+    fn internal(what: &str) -> FormsError {
+        internal(what)
+    }
+
+    fn targets(&mut self) -> &mut Vec<Target<String>> {
+        &mut self.targets
+    }
+
+    fn eval(&mut self, w: &mut Writer<'m>, h: Handle<Expression>) -> Result<String, FormsError> {
+        self.value(w, h)
+    }
+
+    /// An emitted expression as a `let` (or, hoisted, an assignment); pointers are not values.
+    fn emit(&mut self, w: &mut Writer<'m>, h: Handle<Expression>) -> Result<(), FormsError> {
+        if is_pointer(&self.inner(w, h)) {
+            return Ok(());
+        }
+        let value = self.compute(w, h)?;
+        if let Some(name) = self.hoisted.remove(&h) {
+            w.line(format!("{name} = {value};"));
+            self.names[h.index()] = Some(name);
+            return Ok(());
+        }
+        let ty = self.type_of(w, h)?;
+        let wgsl = self.fun.named_expressions.get(&h).map(String::as_str);
+        let name = self.fresh(wgsl, format!("xc_e{}", h.index()));
+        w.line(format!("let {name}: {ty} = {value};"));
+        self.names[h.index()] = Some(name);
+        Ok(())
+    }
+
+    fn block_begin(&mut self, w: &mut Writer<'m>) {
+        w.line("{");
+        w.indent += 1;
+    }
+
+    fn block_end(&mut self, w: &mut Writer<'m>) {
+        w.indent -= 1;
+        w.line("}");
+    }
+
+    /// An if, with its else where it has one.
+    fn if_begin(&mut self, w: &mut Writer<'m>, condition: String) -> Self::If {
+        w.line(format!("if {condition} {{"));
+        w.indent += 1;
+    }
+
+    fn if_else(&mut self, w: &mut Writer<'m>, _: &Self::If, reject: &'f naga::Block) {
+        w.indent -= 1;
+        if !reject.is_empty() {
+            w.line("} else {");
+            w.indent += 1;
+        }
+    }
+
+    fn if_end(&mut self, w: &mut Writer<'m>, _: Self::If, reject: &'f naga::Block) {
+        if !reject.is_empty() {
+            w.indent -= 1;
+        }
+        w.line("}");
+    }
+
+    /// A switch: a labelled block around a `match`, its empty fall-through cases sharing the
+    /// next case's arm (WGSL's `case 1, 2:`), the default arm last, as Rust needs.
+    fn switch(&mut self, w: &mut Writer<'m>, s: String, cases: &'f [naga::SwitchCase]) -> Result<(), FormsError> {
         let label = self.label("switch");
         w.line(format!("{label}: {{"));
         w.indent += 1;
         w.line(format!("match {s} {{"));
         w.indent += 1;
-        self.targets.push(Target::Switch { label });
+        self.targets.push(Target::Switch { brk: format!("break {label};") });
         // Cases that fall through with empty bodies share the next case's arm (WGSL's
         // `case 1, 2:`); the default arm goes last, as Rust needs.
         let mut arms: Vec<(Vec<String>, bool, &'f naga::Block)> = Vec::new();
@@ -349,6 +241,121 @@ impl<'f> Frame<'f> {
         w.line("}");
         w.indent -= 1;
         w.line("}");
+        Ok(())
+    }
+
+    /// A loop, labelled; its body in a labelled block of its own where a `continue` must still
+    /// reach the continuing block (values the continuing block reads declared before it).
+    fn loop_begin(
+        &mut self,
+        w: &mut Writer<'m>,
+        body: &'f naga::Block,
+        continuing: &'f naga::Block,
+        break_if: Option<Handle<Expression>>,
+    ) -> Result<(Self::Loop, Target<String>), FormsError> {
+        let label = self.label("loop");
+        let needs_body_label = (!continuing.is_empty() || break_if.is_some()) && continues(body);
+        let body_label = needs_body_label.then(|| self.label("body"));
+        w.line(format!("{label}: loop {{"));
+        w.indent += 1;
+        if let Some(b) = &body_label {
+            self.hoist(w, body, continuing, break_if)?;
+            w.line(format!("{b}: {{"));
+            w.indent += 1;
+        }
+        let cont = match &body_label {
+            Some(b) => format!("break {b};"),
+            None => format!("continue {label};"),
+        };
+        let target = Target::Loop { brk: format!("break {label};"), cont };
+        Ok(((label, body_label), target))
+    }
+
+    fn loop_continuing(&mut self, w: &mut Writer<'m>, (label, body_label): &Self::Loop) -> Target<String> {
+        if body_label.is_some() {
+            w.indent -= 1;
+            w.line("}");
+        }
+        Target::Loop { brk: format!("break {label};"), cont: format!("continue {label};") }
+    }
+
+    fn loop_end(&mut self, w: &mut Writer<'m>, (label, _): Self::Loop, break_if: Option<String>) {
+        if let Some(c) = break_if {
+            w.line(format!("if {c} {{ break {label}; }}"));
+        }
+        w.indent -= 1;
+        w.line("}");
+    }
+
+    fn jump(&mut self, w: &mut Writer<'m>, to: String) {
+        w.line(to);
+    }
+
+    fn ret(&mut self, w: &mut Writer<'m>, value: Option<Handle<Expression>>) -> Result<(), FormsError> {
+        match value {
+            Some(v) => {
+                let v = self.value(w, v)?;
+                w.line(format!("return {v};"));
+            }
+            None => w.line("return;"),
+        }
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        w: &mut Writer<'m>,
+        pointer: Handle<Expression>,
+        value: Handle<Expression>,
+    ) -> Result<(), FormsError> {
+        let place = self.place(w, pointer)?;
+        let v = self.value(w, value)?;
+        w.line(place.write(&v));
+        Ok(())
+    }
+
+    /// A call of a function of the module: locals passed by pointer, values by value.
+    fn call(
+        &mut self,
+        w: &mut Writer<'m>,
+        function: Handle<naga::Function>,
+        arguments: &[Handle<Expression>],
+        result: Option<Handle<Expression>>,
+    ) -> Result<(), FormsError> {
+        let mut args = vec!["xc".to_owned()];
+        for &a in arguments {
+            if is_pointer(&self.inner(w, a)) {
+                let place = self.place(w, a)?;
+                if place.root.starts_with("xc.") {
+                    return Err(FormsError::Unsupported {
+                        at: None,
+                        construct: "a pointer to a global passed to a function".into(),
+                        why: "the CPU form passes locals by pointer only; copy the value into a local var, pass that, and store it back".into(),
+                    });
+                }
+                args.push(place.borrow().ok_or_else(|| FormsError::Unsupported {
+                    at: None,
+                    construct: "a pointer to an element at a computed index passed to a function".into(),
+                    why: "the CPU form passes whole locals or constant-indexed parts by pointer; copy the element into a local var first".into(),
+                })?);
+            } else {
+                args.push(self.value(w, a)?);
+            }
+        }
+        let mut call = format!("{}({})", w.fn_names[function.index()], args.join(", "));
+        if let Some(&(_, fast)) = w.native.iter().find(|(h, _)| *h == function) {
+            // The f64 fast path, and the library's WGSL where it cannot say (same bits).
+            call = format!("match {fast}({}) {{ Some(xc_v) => xc_v, None => {call} }}", args[1..].join(", "));
+        }
+        match result {
+            Some(r) => {
+                let ty = self.type_of(w, r)?;
+                let name = self.fresh(None, format!("xc_e{}", r.index()));
+                w.line(format!("let {name}: {ty} = {call};"));
+                self.names[r.index()] = Some(name);
+            }
+            None => w.line(format!("{call};")),
+        }
         Ok(())
     }
 }

@@ -9,15 +9,7 @@ use naga::{Expression, Function, Handle, TypeInner};
 
 use super::{Writer, ident, internal};
 use crate::FormsError;
-
-/// Where `break` and `continue` go.
-pub(super) enum Target {
-    /// A loop: its label, and the label of the block around its body when `continue` must still
-    /// run the continuing block.
-    Loop { label: String, body: Option<String> },
-    /// A switch: the label of the block around it.
-    Switch { label: String },
-}
+use crate::walk::Target;
 
 /// One function being written.
 pub(crate) struct Frame<'f> {
@@ -30,7 +22,9 @@ pub(crate) struct Frame<'f> {
     pub(super) args: Vec<String>,
     pub(super) taken: HashSet<String>,
     pub(super) labels: u32,
-    pub(super) targets: Vec<Target>,
+    /// Where `break` and `continue` go: the statement each writes (`break 'xc_loop1;`; a
+    /// `continue` that must still run the continuing block leaves the body's labelled block).
+    pub(super) targets: Vec<Target<String>>,
     /// Values of a loop body that its continuing block reads, declared before the body's
     /// labelled block (which `continue` leaves) and assigned where the body computes them.
     pub(super) hoisted: std::collections::HashMap<Handle<Expression>, String>,
