@@ -127,12 +127,14 @@ fn the_daemon_s_state_keeps_its_rooms_behind_methods() {
 
 #[test]
 fn run_errors_are_types_not_sentences() {
-    // `RunError::Settings(String)`, `NoWorkers(String)`, `Failed { reasons: String }` and the
-    // placement's `Result<String, String>` were sentences a caller could only print.
+    // `RunError::Settings(String)`, `NoWorkers(String)`, `Failed { reasons: String }`, the
+    // placement's `Result<String, String>` and `Backend::recover`'s `Result<(), String>` were
+    // sentences a caller could only print.
     let enums = [
         ("runtime/src/lib.rs", "pub enum RunError {"),
         ("runtime/src/roster.rs", "pub enum NoWorkers {"),
         ("runtime/src/placement/mod.rs", "pub enum NotKept {"),
+        ("engine/src/error.rs", "pub enum RecoverError {"),
     ];
     let mut strings = Vec::new();
     for (path, item) in enums {
@@ -141,7 +143,13 @@ fn run_errors_are_types_not_sentences() {
         assert!(!body.is_empty(), "{path}: {item} is where this check looks");
         strings.extend(body.iter().filter(|l| l.contains("(String)")).map(|l| format!("{path}: {}", l.trim())));
     }
-    for path in ["runtime/src/lib.rs", "runtime/src/placement/mod.rs", "runtime/src/placement/policy.rs"] {
+    for path in [
+        "runtime/src/lib.rs",
+        "runtime/src/placement/mod.rs",
+        "runtime/src/placement/policy.rs",
+        "engine/src/owner/mod.rs",
+        "engine/src/owner/device.rs",
+    ] {
         let text = without_tests_and_comments(&source(path));
         strings.extend(text.lines().filter(|l| l.contains(", String>")).map(|l| format!("{path}: {}", l.trim())));
     }

@@ -116,3 +116,36 @@ pub enum EngineError {
         reason: String,
     },
 }
+
+/// Why a try to bring an out-of-service device back failed: it stays out of service, and its
+/// owner tries again later.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    /// This kind of device cannot be reopened.
+    #[error("this kind of device cannot be reopened")]
+    Unsupported,
+    /// The driver wrapper panicked while reopening it or loading a block again.
+    #[error("the driver wrapper panicked while reopening it")]
+    Panicked,
+    /// The driver gave no fresh device, or the fresh one failed its probe.
+    #[error("{reason}")]
+    Reopen {
+        /// What the driver said, or what the probe found.
+        reason: String,
+    },
+    /// A block the device had does not load on the fresh one.
+    #[error("block {block} does not load again: {source}")]
+    Reload {
+        /// The block, by the name its description gives.
+        block: String,
+        /// Why it does not load.
+        source: EngineError,
+    },
+}
+
+impl RecoverError {
+    /// A reopening that failed, with what the driver or the probe said.
+    pub fn reopen(reason: impl Into<String>) -> RecoverError {
+        RecoverError::Reopen { reason: reason.into() }
+    }
+}

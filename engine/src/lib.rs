@@ -29,7 +29,7 @@ mod vulkan_hal;
 pub mod wgpu_backend;
 pub mod whole;
 
-pub use error::EngineError;
+pub use error::{EngineError, RecoverError};
 pub use job::{CheckedJob, Loaded, TileJob, TileOutput};
 pub use owner::{Backend, DEFAULT_TILE_DEADLINE, DeviceHandle};
 use xcd_wire::FormPolicy;

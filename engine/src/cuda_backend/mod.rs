@@ -49,7 +49,7 @@ pub use recover::{MOST_ABANDONED, REOPEN_GIVE_UP, REOPEN_WAIT};
 pub use run::{PtxArg, THREADS, ptx_args};
 
 use crate::forms::Source;
-use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
+use crate::{Backend, Discovered, EngineError, RecoverError, Served, TileJob, TileOutput};
 use xcd_wire::FormPolicy;
 
 /// The PTX a CUDA device loads for a block under `policy`: written by xcd-forms from the
@@ -157,12 +157,13 @@ impl Backend for CudaDevice {
         &self.info
     }
 
-    fn recover(&mut self) -> Result<(), String> {
+    fn recover(&mut self) -> Result<(), RecoverError> {
         if let Some(old) = self.live.take() {
             self.letting_go = Some(live::let_go(old, &self.info.id));
         }
-        let live = self.reopening.step(&self.setup)?;
-        context::make_current(&live.ctx).map_err(|e| format!("the fresh context cannot be made current ({e})"))?;
+        let live = self.reopening.step(&self.setup).map_err(RecoverError::reopen)?;
+        context::make_current(&live.ctx)
+            .map_err(|e| RecoverError::reopen(format!("the fresh context cannot be made current ({e})")))?;
         self.info.max_buffer_bytes = live.memory.budget();
         self.live = Some(live);
         self.reopening = recover::Reopening::default();

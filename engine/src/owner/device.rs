@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
 
 use super::{Backend, Command, Job};
-use crate::{EngineError, Loaded, TileOutput};
+use crate::{EngineError, Loaded, RecoverError, TileOutput};
 
 /// The first wait before trying to bring a device back; it doubles after each failed try.
 const RECOVER_FIRST: Duration = Duration::from_secs(5);
@@ -113,13 +113,12 @@ impl Core {
         self.scheduled = false;
         let Some(backend) = self.backend.as_mut().filter(|_| self.lost.is_some()) else { return };
         let device = backend.info().id.clone();
-        let reopened = catch_unwind(AssertUnwindSafe(|| backend.recover()))
-            .unwrap_or_else(|_| Err("the driver wrapper panicked while reopening it".into()));
+        let reopened = catch_unwind(AssertUnwindSafe(|| backend.recover())).unwrap_or(Err(RecoverError::Panicked));
         let reloaded = reopened.and_then(|()| {
             self.loaded.iter().try_for_each(|(id, desc)| {
                 catch_unwind(AssertUnwindSafe(|| backend.load(*id, desc)))
-                    .map_err(|_| "the driver wrapper panicked".to_owned())?
-                    .map_err(|e| format!("block {} does not load again: {e}", desc.name))
+                    .map_err(|_| RecoverError::Panicked)?
+                    .map_err(|source| RecoverError::Reload { block: desc.name.clone(), source })
             })
         });
         match reloaded {

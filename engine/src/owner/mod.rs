@@ -39,7 +39,7 @@ use tokio::sync::{mpsc, oneshot};
 use xcd_wire::{BlockDesc, BlockId, DeviceInfo};
 
 use self::device::Core;
-use crate::{CheckedJob, EngineError, Loaded, TileJob, TileOutput};
+use crate::{CheckedJob, EngineError, Loaded, RecoverError, TileJob, TileOutput};
 
 /// One device of one GPU API, driven by one thread at a time.
 ///
@@ -60,8 +60,8 @@ pub trait Backend: Send + 'static {
     /// Brings an out-of-service device back: a fresh device on the same hardware, checked with
     /// a small kernel of its own, with nothing loaded. Work stuck on the old device is left to
     /// the driver, never waited for. The default cannot.
-    fn recover(&mut self) -> Result<(), String> {
-        Err("this kind of device cannot be reopened".into())
+    fn recover(&mut self) -> Result<(), RecoverError> {
+        Err(RecoverError::Unsupported)
     }
     /// Whether `run` may be called from any thread (one at a time), not only the owner's. The
     /// default is no: the owner thread alone drives the device.

@@ -66,7 +66,7 @@ impl Backend for Recorder {
     fn any_thread(&self) -> bool {
         self.script.any_thread
     }
-    fn recover(&mut self) -> Result<(), String> {
+    fn recover(&mut self) -> Result<(), RecoverError> {
         self.script.recovering.store(true, Ordering::SeqCst);
         while !self.script.release.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(10));

@@ -34,7 +34,7 @@ use xcd_wire::{BackendKind, BlockDesc, BlockId, DeviceInfo, FormKind, WORKGROUP_
 use crate::forms::Source;
 use crate::vulkan_hal::{FloatControls, float_controls, memory};
 use crate::whole::WholeCache;
-use crate::{Backend, Discovered, EngineError, Served, TileJob, TileOutput};
+use crate::{Backend, Discovered, EngineError, RecoverError, Served, TileJob, TileOutput};
 use xcd_wire::FormPolicy;
 
 /// Bytes per uniform slot: the header and parameters of one dispatch.
@@ -366,8 +366,8 @@ impl Backend for WgpuDevice {
         true
     }
 
-    fn recover(&mut self) -> Result<(), String> {
-        let (device, queue) = request_device(&self.adapter)?;
+    fn recover(&mut self) -> Result<(), RecoverError> {
+        let (device, queue) = request_device(&self.adapter).map_err(RecoverError::reopen)?;
         // The old device may still be running the kernel that never ended: destroying it would
         // wait for that kernel, so it and everything made on it are let go without a drop.
         let old_device = std::mem::replace(&mut self.device, device);
@@ -375,7 +375,7 @@ impl Backend for WgpuDevice {
         let old_kernels = std::mem::take(&mut self.kernels);
         let old_whole = self.whole.take();
         std::mem::forget((old_device, old_queue, old_kernels, old_whole));
-        self.probe().inspect_err(|_| {
+        self.probe().map_err(RecoverError::reopen).inspect_err(|_| {
             // The new device is stuck too (a CPU device whose threads all run the old kernel):
             // its probe is let go the same way, and the next try replaces the device.
             std::mem::forget(std::mem::take(&mut self.kernels));
