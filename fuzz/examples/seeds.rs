@@ -42,7 +42,7 @@ fn frames() {
         tag: 7,
         tile: Tile { start: 100, count: 3 },
         params: vec![640, 480, 200],
-        wholes: vec![[9; 32]],
+        wholes: vec![xcd_wire::ArrayHash([9; 32])],
         inputs: vec![1; 12].into(),
     };
     let done = ResultFrame::Done { tag: 7, outputs: vec![4; 12].into() };
