@@ -17,7 +17,7 @@ use xcd_wire::rest::{LAYOUT_HEADER, VERSION_HEADER};
 
 use crate::activity::Peer;
 use crate::admission::Conn;
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Limit};
 use crate::state::AppState;
 
 /// Middleware: refuses a request whose secret, version or layout does not match.
@@ -129,10 +129,7 @@ pub(crate) fn secret_given(state: &AppState, peer: Peer, conn: Option<&Conn>, to
 /// A request passed the check: its connection is proven, if a proven slot is free.
 fn prove(state: &AppState, conn: Option<&Conn>) -> Result<(), ApiError> {
     match conn {
-        Some(conn) if !conn.prove() => Err(ApiError::Busy(format!(
-            "this daemon already serves its most connections ({}); try again shortly",
-            state.limits().max_connections
-        ))),
+        Some(conn) if !conn.prove() => Err(ApiError::Busy(Limit::Connections(state.limits().max_connections))),
         _ => Ok(()),
     }
 }

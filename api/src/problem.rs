@@ -88,9 +88,9 @@ pub enum ApiError {
     /// Shutting down.
     #[error("the daemon is shutting down and takes no new work; run elsewhere")]
     Draining,
-    /// Too many streams or connections.
-    #[error("the daemon is at its limit of {0}; try again shortly")]
-    Busy(String),
+    /// One of the daemon's limits is reached: which.
+    #[error(transparent)]
+    Busy(Limit),
     /// A frame or request body that cannot be read.
     #[error("{0}")]
     BadFrame(String),
@@ -129,6 +129,66 @@ pub enum ApiError {
         /// The stream idle limit, in seconds.
         secs: u64,
     },
+}
+
+/// Which of the daemon's limits a request met (`busy`), in words that say what is full; `one`:
+/// one client address's share of it (half).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Limit {
+    /// Tile streams open at once (`-max-streams`).
+    #[error("the daemon is at its limit of {0} tile streams; try again shortly")]
+    Streams(u64),
+    /// Connections that have shown the secret, open at once.
+    #[error("this daemon already serves its most connections ({0}); try again shortly")]
+    Connections(usize),
+    /// Upload bytes being received of bodies of known size, in MiB.
+    #[error("the daemon is at its limit of {mib} MiB of uploads being received{}; try again shortly", from_one(*.one))]
+    Uploads {
+        /// The budget's MiB (one address's half where `one`).
+        mib: u64,
+        /// Whether it is one address's share that is full.
+        one: bool,
+    },
+    /// A body of unknown size that arrived past the uploads' budget.
+    #[error(
+        "the daemon is at its limit of the uploads {}; try again shortly",
+        if *.one { "one address may send at once" } else { "it receives at once" }
+    )]
+    UploadsArriving {
+        /// Whether it is one address's share that is full.
+        one: bool,
+    },
+    /// Tile data held, in MiB.
+    #[error(
+        "the daemon is at its limit of {mib} MiB of tile data held{}; try again shortly",
+        if *.one { " for one address (answers not yet read)" } else { "" }
+    )]
+    TileData {
+        /// The budget's MiB (one address's half where `one`).
+        mib: u64,
+        /// Whether it is one address's share that is full.
+        one: bool,
+    },
+    /// Registered blocks, by count or by bytes.
+    #[error("this daemon holds its most blocks ({held} of {max}, {mib} of {max_mib} MiB); a restart forgets them")]
+    Blocks {
+        /// Blocks held.
+        held: usize,
+        /// Blocks it holds at most.
+        max: usize,
+        /// Their MiB.
+        mib: u64,
+        /// The MiB it holds at most.
+        max_mib: u64,
+    },
+    /// The blocking pool could not take the work (`read the block`, `hash the array`) now.
+    #[error("the daemon could not {0} now (it may be stopping); send it again")]
+    Stopping(&'static str),
+}
+
+/// ` from one address` where it is one address's share.
+fn from_one(one: bool) -> &'static str {
+    if one { " from one address" } else { "" }
 }
 
 impl ApiError {
@@ -201,10 +261,7 @@ impl ApiError {
                 ApiError::TooLarge(format!("{what} is over this daemon's limit of {limit} bytes"))
             }
             _ => match over_budget(&e) {
-                Some(short) => ApiError::Busy(match short {
-                    Short::Client => "the uploads one address may send at once".into(),
-                    Short::All => "the uploads it receives at once".into(),
-                }),
+                Some(short) => ApiError::Busy(Limit::UploadsArriving { one: short == Short::Client }),
                 None => ApiError::BadRequest(format!("{what} could not be read: {e}")),
             },
         })
@@ -293,7 +350,7 @@ mod tests {
             ApiError::DeclinedNimby { range: "x".into(), until: "y".into(), retry_after: 1 },
             ApiError::DeclinedMemory { device: "d".into(), needed: 2, free: 1 },
             ApiError::Draining,
-            ApiError::Busy("x".into()),
+            ApiError::Busy(Limit::Streams(1)),
             ApiError::BadFrame("x".into()),
             ApiError::TooLarge("x".into()),
             ApiError::BadRequest("x".into()),

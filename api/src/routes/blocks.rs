@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use xcd_wire::rest::{ArrayHeld, Registered};
 use xcd_wire::{ArrayHash, BlockDesc, BlockId};
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Limit};
 use crate::state::AppState;
 
 /// `POST /v1/blocks`: registers a block under its content address and loads it on every device
@@ -88,7 +88,7 @@ async fn read_block(bytes: Bytes) -> Result<(BlockDesc, BlockId), ApiError> {
         Ok((desc, id))
     })
     .await
-    .map_err(|_| ApiError::Busy("the daemon could not read the block now (it may be stopping); send it again".into()))?
+    .map_err(|_| ApiError::Busy(Limit::Stopping("read the block")))?
 }
 
 /// Reads and checks a block's kernel once, before any device loads it, so a kernel outside the
@@ -132,9 +132,9 @@ pub(crate) async fn put_array(
     // Hashing up to 512 MiB takes about a second: on the blocking pool, not an async worker
     // that every other connection needs meanwhile.
     let hashed = bytes.clone();
-    let actual = tokio::task::spawn_blocking(move || ArrayHash::of(&hashed)).await.map_err(|_| {
-        ApiError::Busy("the daemon could not hash the array now (it may be stopping); send it again".into())
-    })?;
+    let actual = tokio::task::spawn_blocking(move || ArrayHash::of(&hashed))
+        .await
+        .map_err(|_| ApiError::Busy(Limit::Stopping("hash the array")))?;
     if actual != expected {
         return Err(ApiError::BadRequest(format!(
             "the array's SHA-256 is {actual}, not {hash}: send the bytes the hash was made from"

@@ -12,7 +12,7 @@ use xcd_engine::whole::WholeCache;
 use xcd_wire::{ArrayHash, BlockDesc, BlockId};
 
 use super::{BLOCK_WEIGHT, Limits};
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Limit};
 
 /// Registered blocks, and the bytes they count for.
 #[derive(Default)]
@@ -104,13 +104,12 @@ impl Registration<'_> {
         let (store, blocks) = (self.store, self.store.blocks.read());
         let weight = (size as u64).max(BLOCK_WEIGHT);
         if blocks.by_id.len() >= store.max_blocks || blocks.bytes + weight > store.max_bytes {
-            return Err(ApiError::Busy(format!(
-                "this daemon holds its most blocks ({} of {}, {} of {} MiB); a restart forgets them",
-                blocks.by_id.len(),
-                store.max_blocks,
-                blocks.bytes >> 20,
-                store.max_bytes >> 20
-            )));
+            return Err(ApiError::Busy(Limit::Blocks {
+                held: blocks.by_id.len(),
+                max: store.max_blocks,
+                mib: blocks.bytes >> 20,
+                max_mib: store.max_bytes >> 20,
+            }));
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::activity::Peer;
 use crate::held::{Budget, Held, Metered, Short, Wanted};
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Limit};
 
 /// The least a registered block counts for against [`Limits::max_block_store_bytes`].
 pub const BLOCK_WEIGHT: u64 = 256 << 10;
@@ -145,11 +145,8 @@ impl Budgets {
     /// An upload's share of `kib` for `peer` now, or `busy`, saying which budget is full.
     pub(crate) fn take_upload(&self, peer: Peer, kib: u32) -> Result<Held, ApiError> {
         self.uploads.try_take(peer, kib).map_err(|short| {
-            let all = self.limits.upload_bytes >> 20;
-            ApiError::Busy(match short {
-                Short::Client => format!("{} MiB of uploads being received from one address", all / 2),
-                Short::All => format!("{all} MiB of uploads being received"),
-            })
+            let (all, one) = (self.limits.upload_bytes >> 20, short == Short::Client);
+            ApiError::Busy(Limit::Uploads { mib: if one { all / 2 } else { all }, one })
         })
     }
 
@@ -161,11 +158,8 @@ impl Budgets {
     /// A single tile's share of `kib` of tile data for `peer` now, or `busy`.
     pub(crate) fn take_tile(&self, peer: Peer, kib: u32) -> Result<Held, ApiError> {
         self.tile_data.try_take(peer, kib).map_err(|short| {
-            let all = self.limits.tile_bytes >> 20;
-            ApiError::Busy(match short {
-                Short::Client => format!("{} MiB of tile data held for one address (answers not yet read)", all / 2),
-                Short::All => format!("{all} MiB of tile data held"),
-            })
+            let (all, one) = (self.limits.tile_bytes >> 20, short == Short::Client);
+            ApiError::Busy(Limit::TileData { mib: if one { all / 2 } else { all }, one })
         })
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::watch;
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Limit};
 
 /// Open tile streams and the drain.
 pub(crate) struct Streams {
@@ -37,7 +37,7 @@ impl Streams {
     pub(crate) fn try_open(&self) -> Result<StreamSlot, ApiError> {
         if self.open.fetch_add(1, Ordering::SeqCst) >= self.max {
             self.open.fetch_sub(1, Ordering::SeqCst);
-            return Err(ApiError::Busy(format!("{} tile streams", self.max)));
+            return Err(ApiError::Busy(Limit::Streams(self.max)));
         }
         Ok(StreamSlot(self.open.clone()))
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use xcd_discovery::{Browser, Change, FoundDaemon, Scope};
+use xcd_discovery::{AdvertError, Browser, Change, DiscoveryError, FoundDaemon, Scope};
 use xcd_wire::{Layout, VERSION};
 
 /// The longest a program browses before its first run.
@@ -22,28 +22,64 @@ pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(3);
 /// the same query within milliseconds, though their records may take longer).
 pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 
+/// Why a daemon found by mDNS is not for this program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    /// Its records are not an xcd advertisement.
+    #[error("not an xcd advertisement ({0})")]
+    NotXcd(AdvertError),
+    /// It is in another pool than the program's.
+    #[error("in pool {theirs}, not {ours}")]
+    OtherPool {
+        /// The daemon's pool.
+        theirs: String,
+        /// The program's (`XC_PAR_POOL`).
+        ours: String,
+    },
+    /// It is in a pool, and the program names none.
+    #[error("in pool {0}; set XC_PAR_POOL={0} to use it")]
+    PoolNotNamed(String),
+    /// It is in no pool, and the program names one.
+    #[error("in no pool, not {0}")]
+    NoPool(String),
+    /// It runs another version (the daemon's).
+    #[error("{why}", why = super::error::version_differs(.0))]
+    Version(String),
+    /// It computes with another data layout (the daemon's).
+    #[error("a different data layout: this program is {ours} and the daemon is {0}", ours = Layout::native())]
+    Layout(String),
+    /// It takes no work now, and why if it says.
+    #[error("not taking work ({})", .0.as_deref().unwrap_or("no reason given"))]
+    NotTaking(Option<String>),
+    /// It advertised no address.
+    #[error("advertised without an address")]
+    NoAddress,
+    /// It withdrew its advertisement.
+    #[error("it withdrew its advertisement")]
+    Withdrew,
+}
+
 /// The address to connect to, or why a found daemon is not for this program.
-pub(crate) fn judge(found: &FoundDaemon, pool: Option<&str>) -> Result<SocketAddr, String> {
-    let advert = found.advert.as_ref().map_err(|e| format!("not an xcd advertisement ({e})"))?;
+pub(crate) fn judge(found: &FoundDaemon, pool: Option<&str>) -> Result<SocketAddr, Skip> {
+    let advert = found.advert.as_ref().map_err(|e| Skip::NotXcd(e.clone()))?;
     if advert.pool.as_deref() != pool {
         return Err(match (&advert.pool, pool) {
-            (Some(theirs), Some(ours)) => format!("in pool {theirs}, not {ours}"),
-            (Some(theirs), None) => format!("in pool {theirs}; set XC_PAR_POOL={theirs} to use it"),
-            (None, Some(ours)) => format!("in no pool, not {ours}"),
+            (Some(theirs), Some(ours)) => Skip::OtherPool { theirs: theirs.clone(), ours: ours.to_owned() },
+            (Some(theirs), None) => Skip::PoolNotNamed(theirs.clone()),
+            (None, Some(ours)) => Skip::NoPool(ours.to_owned()),
             (None, None) => unreachable!("equal pools"),
         });
     }
     if advert.version != VERSION {
-        return Err(super::error::version_differs(&advert.version));
+        return Err(Skip::Version(advert.version.clone()));
     }
-    let native = Layout::native().to_string();
-    if advert.layout != native {
-        return Err(format!("a different data layout: this program is {native} and the daemon is {}", advert.layout));
+    if advert.layout != Layout::native().to_string() {
+        return Err(Skip::Layout(advert.layout.clone()));
     }
     if !advert.accepting {
-        return Err(format!("not taking work ({})", advert.reason.as_deref().unwrap_or("no reason given")));
+        return Err(Skip::NotTaking(advert.reason.clone()));
     }
-    let ip = found.addrs.first().ok_or_else(|| "advertised without an address".to_owned())?;
+    let ip = found.addrs.first().ok_or(Skip::NoAddress)?;
     Ok(SocketAddr::new(*ip, found.port))
 }
 
@@ -56,13 +92,13 @@ pub struct Picked {
 }
 
 /// Browses for the daemons of `pool` (see the module's words on how long).
-pub fn browse(pool: Option<&str>) -> Result<Picked, String> {
+pub fn browse(pool: Option<&str>) -> Result<Picked, DiscoveryError> {
     watch(pool).map(|(picked, _)| picked)
 }
 
 /// [`browse`], keeping the browser to follow daemons that come and go.
-pub(crate) fn watch(pool: Option<&str>) -> Result<(Picked, Watch), String> {
-    let mut browser = Browser::start(Scope::Everywhere).map_err(|e| e.to_string())?;
+pub(crate) fn watch(pool: Option<&str>) -> Result<(Picked, Watch), DiscoveryError> {
+    let mut browser = Browser::start(Scope::Everywhere)?;
     let deadline = Instant::now() + BROWSE_AT_MOST;
     let mut last_ours: Option<Instant> = None;
     while Instant::now() < deadline {
@@ -104,7 +140,7 @@ pub(crate) struct Moves {
     /// Daemons to use now: `host:port` and address.
     pub(crate) joined: Vec<(String, SocketAddr)>,
     /// Daemons no longer to use: `host:port` and why.
-    pub(crate) left: Vec<(String, String)>,
+    pub(crate) left: Vec<(String, Skip)>,
 }
 
 impl Watch {
@@ -128,7 +164,7 @@ impl Watch {
                 },
                 Change::Left(name) => {
                     if let Some(addr) = self.taken.remove(&name) {
-                        moves.left.push((addr, "it withdrew its advertisement".to_owned()));
+                        moves.left.push((addr, Skip::Withdrew));
                     }
                 }
             }
@@ -141,7 +177,7 @@ impl Watch {
 mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
-    use xcd_discovery::{Advert, AdvertError};
+    use xcd_discovery::Advert;
 
     use super::*;
 
@@ -168,7 +204,7 @@ mod tests {
         let ok = judge(&found(Some("render"), VERSION, true), Some("render"));
         assert_eq!(ok, Ok("169.254.7.1:7227".parse().expect("address")));
         assert_eq!(judge(&found(None, VERSION, true), None).map(|a| a.port()), Ok(7227));
-        let why = |f: FoundDaemon, pool| judge(&f, pool).expect_err("skipped");
+        let why = |f: FoundDaemon, pool| judge(&f, pool).expect_err("skipped").to_string();
         assert_eq!(why(found(Some("other"), VERSION, true), Some("render")), "in pool other, not render");
         assert!(why(found(Some("other"), VERSION, true), None).contains("set XC_PAR_POOL=other"));
         assert_eq!(why(found(None, VERSION, true), Some("render")), "in no pool, not render");
