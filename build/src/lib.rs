@@ -16,9 +16,10 @@
 //! (`xcd_forms::describe`: parameters from the uniform, arrays from the storage bindings,
 //! `// xcd: whole` marks), every GPU form made at build time (SPIR-V, MSL, PTX, written under
 //! `OUT_DIR/xcd-build/`), the CPU form written as Rust from the same IR (`xcd_forms::rust`, in
-//! `OUT_DIR/xcd-build/NAME.rs`, which the module includes), and a typed call: `run(&par, n, params…, arrays…)` and `run_with(…, &options)`, parameters typed
-//! by the WGSL and arrays by their elements, so a wrong type or order does not compile. The
-//! module is built as a syntax tree (`quote`, `syn`) and printed by `prettyplease`.
+//! `OUT_DIR/xcd-build/NAME.rs`, which the module includes), and a typed call:
+//! `run(&par, n, params…, arrays…)` and `run_with(…, &options)`, parameters typed by the WGSL and
+//! arrays by their elements, so a wrong type or order does not compile. The module is built as a
+//! syntax tree (`quote`, `syn`) and printed by `prettyplease`.
 //!
 //! A kernel that does not parse, leaves the exact subset or breaks the ABI fails the build with
 //! `file:line:col` and why. Output is written only where it changed, so a build that changed no

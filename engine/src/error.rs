@@ -134,12 +134,12 @@ pub enum RecoverError {
         reason: String,
     },
     /// A block the device had does not load on the fresh one.
-    #[error("block {block} does not load again: {source}")]
+    #[error("block {block} does not load again: {reason}")]
     Reload {
         /// The block, by the name its description gives.
         block: String,
-        /// Why it does not load.
-        source: EngineError,
+        /// Why it does not load (said in this error's words, so not its source).
+        reason: EngineError,
     },
 }
 

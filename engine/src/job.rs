@@ -33,7 +33,9 @@ pub struct TileOutput {
 }
 
 /// A block loaded on a device ([`crate::DeviceHandle::load`]): its id and description, so that a
-/// tile can be checked against it without finding the block again.
+/// tile can be checked against it without finding the block again. Check a tile against the
+/// `Loaded` of the device it will run on; a device sent a block it does not hold refuses it as
+/// [`EngineError::NotLoaded`].
 #[derive(Debug, Clone)]
 pub struct Loaded {
     id: BlockId,

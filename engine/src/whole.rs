@@ -52,18 +52,18 @@ impl<B> WholeCache<B> {
     }
 
     /// The buffer for `hash`, if held, without counting a use.
-    pub fn peek(&self, hash: &ArrayHash) -> Option<&B> {
+    pub(crate) fn peek(&self, hash: &ArrayHash) -> Option<&B> {
         self.held.get(hash).map(|held| &held.buffer)
     }
 
     /// Drops the least recently used until one more array of `bytes` fits.
-    pub fn make_room(&mut self, bytes: u64) {
+    pub(crate) fn make_room(&mut self, bytes: u64) {
         self.make_room_keeping(bytes, &[]);
     }
 
     /// Drops the least recently used other than those in `keep` until one more array of `bytes`
     /// fits, or only those are left.
-    pub fn make_room_keeping(&mut self, bytes: u64, keep: &[ArrayHash]) {
+    pub(crate) fn make_room_keeping(&mut self, bytes: u64, keep: &[ArrayHash]) {
         while self.held.len() >= self.count || self.bytes + bytes > self.kept {
             if !self.drop_oldest(keep) {
                 return;
@@ -72,7 +72,7 @@ impl<B> WholeCache<B> {
     }
 
     /// Drops the least recently used array not in `keep`; false when there is none.
-    pub fn drop_oldest(&mut self, keep: &[ArrayHash]) -> bool {
+    pub(crate) fn drop_oldest(&mut self, keep: &[ArrayHash]) -> bool {
         let oldest = self
             .held
             .iter()
@@ -89,12 +89,12 @@ impl<B> WholeCache<B> {
     }
 
     /// Bytes held of the arrays in `hashes`.
-    pub fn bytes_of(&self, hashes: &[ArrayHash]) -> u64 {
+    pub(crate) fn bytes_of(&self, hashes: &[ArrayHash]) -> u64 {
         hashes.iter().filter_map(|h| self.held.get(h)).map(|held| held.bytes).sum()
     }
 
     /// Keeps `buffer` for `hash` (after [`WholeCache::make_room`]).
-    pub fn insert(&mut self, hash: ArrayHash, buffer: B, bytes: u64) {
+    pub(crate) fn insert(&mut self, hash: ArrayHash, buffer: B, bytes: u64) {
         self.uses += 1;
         if let Some(old) = self.held.insert(hash, Held { buffer, bytes, last: self.uses }) {
             self.bytes -= old.bytes;
@@ -114,12 +114,12 @@ impl<B> WholeCache<B> {
     }
 
     /// Everything held, leaving this cache empty (its bounds as they were).
-    pub fn take(&mut self) -> Self {
+    pub(crate) fn take(&mut self) -> Self {
         std::mem::replace(self, WholeCache::with_count(self.kept, self.count))
     }
 
     /// Bytes held.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 }

@@ -1,8 +1,8 @@
 //! The daemon's secret and what guards it: the secret itself (compared in constant time, never
 //! printed), the page's cookies it signs, and the count of wrong secrets by address
-//! ([`crate::wrong_secrets`]), behind one small interface, [`SecretCheck`]. Whether a request must show
-//! the secret, and proving its connection, are `crate::guard`'s; this module must not read
-//! requests.
+//! ([`crate::wrong_secrets`]), behind one small interface, [`SecretCheck`]. Whether a request
+//! must show the secret, and proving its connection, are `crate::guard`'s; this module must not
+//! read requests.
 
 use xcd_wire::content_hash;
 

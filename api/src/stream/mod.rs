@@ -76,7 +76,7 @@ pub(crate) fn serve(
 type Answer = (Vec<Bytes>, Option<ResultShare>);
 
 /// One tile stream's parts, handed over once from its handler.
-pub(crate) struct TileStream {
+struct TileStream {
     state: AppState,
     peer: Peer,
     block: Loaded,

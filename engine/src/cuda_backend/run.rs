@@ -54,6 +54,11 @@ impl Live {
         job: &TileJob,
         deadline: Duration,
     ) -> Result<TileOutput, EngineError> {
+        // A checked job is not looked up by the owner: a block not loaded here is refused before
+        // any buffer is made for it.
+        if !self.kernels.contains_key(&job.block) {
+            return Err(EngineError::NotLoaded(job.block));
+        }
         self.check_size(setup, desc, job)?;
         self.upload(setup, desc, job)?;
         self.launch(setup, desc, job)?;

@@ -118,7 +118,7 @@ impl Core {
             self.loaded.iter().try_for_each(|(id, desc)| {
                 catch_unwind(AssertUnwindSafe(|| backend.load(*id, desc)))
                     .map_err(|_| RecoverError::Panicked)?
-                    .map_err(|source| RecoverError::Reload { block: desc.name.clone(), source })
+                    .map_err(|reason| RecoverError::Reload { block: desc.name.clone(), reason })
             })
         });
         match reloaded {

@@ -45,7 +45,8 @@ use crate::{CheckedJob, EngineError, Loaded, RecoverError, TileJob, TileOutput};
 ///
 /// Implementations keep their own compiled kernels and buffers between calls, and may assume
 /// that a job fits its block ([`TileJob::fits`]: checked at the daemon's edge or by the owner)
-/// before `run` is called.
+/// before `run` is called. The owner does not look a checked job's block up: `run` must still
+/// refuse a block it has not loaded ([`EngineError::NotLoaded`]) before it touches memory.
 pub trait Backend: Send + 'static {
     /// The device's description, as discovered.
     fn info(&self) -> &DeviceInfo;

@@ -20,8 +20,8 @@
 //! Owns the candidates, the measuring rounds (`Run::measure`) and the settings key
 //! (`placement.<block>.<id>.<log2 n>`); the sets of kinds are [`Kinds`] (`kinds`); the policy
 //! that remembers, measures and falls back is `Run::place` with `Placements` (`policy`).
-//! Cutting pieces into tiles is [`crate::schedule`]'s business; this module must not read or write the settings file except through
-//! [`crate::home::Home`].
+//! Cutting pieces into tiles is [`crate::schedule`]'s business; this module must not read or
+//! write the settings file except through [`crate::home::Home`].
 
 use std::time::{Duration, Instant};
 
