@@ -265,9 +265,7 @@ impl std::str::FromStr for BlockId {
     type Err = BlockIdError;
 
     fn from_str(text: &str) -> Result<BlockId, BlockIdError> {
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(text, &mut bytes).map_err(|_| BlockIdError)?;
-        Ok(BlockId(bytes))
+        crate::hex32(text).map(BlockId).ok_or(BlockIdError)
     }
 }
 

@@ -45,6 +45,12 @@ pub use rope::{ResultRope, Rope, RopeSplitter};
 pub use tile::{TILE_HEADER_WORDS, Tile, WORKGROUP_SIZE};
 pub use whole::{ArrayHash, ArrayHashError, WholeArray};
 
+/// The 32 bytes that 64 hex digits write (a block id, an array's hash), if they do.
+pub(crate) fn hex32(text: &str) -> Option<[u8; 32]> {
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(text, &mut bytes).ok().map(|()| bytes)
+}
+
 /// The SHA-256 of some bytes: how whole arrays are cached and blocks are addressed.
 pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
     use sha2::Digest;

@@ -40,9 +40,7 @@ impl std::str::FromStr for ArrayHash {
     type Err = ArrayHashError;
 
     fn from_str(text: &str) -> Result<ArrayHash, ArrayHashError> {
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(text, &mut bytes).map_err(|_| ArrayHashError)?;
-        Ok(ArrayHash(bytes))
+        crate::hex32(text).map(ArrayHash).ok_or(ArrayHashError)
     }
 }
 
