@@ -74,16 +74,22 @@ fn a_program_finds_exactly_the_daemons_of_its_pool_and_version() {
     // be for a program started after its daemons. (Waiting for the pool's two only let a program
     // miss the last daemon started, once, in CI.)
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    let said = loop {
         let out = run_xcrun(&["devices"]);
         let listed = String::from_utf8_lossy(&out.stdout).into_owned();
         let said = format!("{listed}{}", String::from_utf8_lossy(&out.stderr));
         let heard = [&other, &old, &nimby].iter().all(|d| said.contains(&format!(":{} found by mDNS", d.port)));
         if listed.lines().filter(|l| l.starts_with("remote")).count() == 2 && heard {
-            break;
+            break said;
         }
         assert!(std::time::Instant::now() < deadline, "the five daemons not all heard in 30 s: {said}");
-    }
+    };
+    // Each daemon skipped says why. (Checked on the listing that heard all five: a program stops
+    // browsing a second after the last daemon of its pool answered, so on a loaded machine the
+    // escape run below may not hear a slow daemon of another pool at all, which is no fault.)
+    assert!(said.contains(&format!(":{} found by mDNS: in pool other, not render", other.port)), "{said}");
+    assert!(said.contains(&format!(":{} found by mDNS: a different xcc version", old.port)), "{said}");
+    assert!(said.contains(&format!(":{} found by mDNS: not taking work (nimby until ", nimby.port)), "{said}");
 
     let out = escape_in(&net, home.path(), &[("XC_PAR_POOL", "render"), ("XC_PAR_WORKERS", "remote")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -95,9 +101,9 @@ fn a_program_finds_exactly_the_daemons_of_its_pool_and_version() {
     for daemon in [&other, &old, &nimby] {
         assert!(!stderr.contains(&format!(":{}:vulkan:", daemon.port)), "not {}: {stderr}", daemon.port);
     }
-    assert!(stderr.contains(&format!(":{} found by mDNS: in pool other, not render", other.port)), "{stderr}");
-    assert!(stderr.contains(&format!(":{} found by mDNS: a different xcc version", old.port)), "{stderr}");
-    assert!(stderr.contains(&format!(":{} found by mDNS: not taking work (nimby until ", nimby.port)), "{stderr}");
+    for line in stderr.lines().filter(|l| l.contains("found by mDNS")) {
+        assert!(said.contains(line.trim_start_matches("par: ")), "the run skips as the listing did: {line}\n{said}");
+    }
 
     // xcrun (which listed the pool's devices above) checks each daemon it finds.
     let out = run_xcrun(&["check"]);

@@ -4,7 +4,8 @@
 //! A program takes the daemons of its pool (with `XC_PAR_REMOTE=mdns` and no pool: those started
 //! without `-pool`) that run its own version and data layout and take work now. Browsing waits
 //! at most [`BROWSE_AT_MOST`]; it ends sooner once a daemon of the pool appeared, [`SETTLE`] has
-//! passed since the last one, and no service seen is still missing records; and it happens only
+//! passed since the last daemon of any pool appeared (answers to one query come as a burst, slower
+//! on a loaded host), and no service seen is still missing records; and it happens only
 //! when a run may use remote workers at all. What an advertisement says is a hint: the
 //! program connects as to a named daemon, checks version and layout again and pins the
 //! certificate TLS shows it.
@@ -18,8 +19,8 @@ use xcd_wire::{Layout, VERSION};
 
 /// The longest a program browses before its first run.
 pub(crate) const BROWSE_AT_MOST: Duration = Duration::from_secs(3);
-/// How long after a daemon of the pool appeared browsing goes on, for the others (they answer
-/// the same query within milliseconds, though their records may take longer).
+/// How long after the last daemon appeared browsing goes on, for the others (they answer the
+/// same query within milliseconds, though their records may take longer).
 pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 
 /// Why a daemon found by mDNS is not for this program.
@@ -100,13 +101,17 @@ pub fn browse(pool: Option<&str>) -> Result<Picked, DiscoveryError> {
 pub(crate) fn watch(pool: Option<&str>) -> Result<(Picked, Watch), DiscoveryError> {
     let mut browser = Browser::start(Scope::Everywhere)?;
     let deadline = Instant::now() + BROWSE_AT_MOST;
-    let mut last_ours: Option<Instant> = None;
+    let mut ours_seen = false;
+    let mut last_appeared = Instant::now();
     while Instant::now() < deadline {
         let changes = browser.poll(deadline.min(Instant::now() + Duration::from_millis(50)));
-        if changes.iter().any(|c| matches!(c, Change::Appeared(f) if judge(f, pool).is_ok())) {
-            last_ours = Some(Instant::now());
+        for change in &changes {
+            if let Change::Appeared(found) = change {
+                ours_seen |= judge(found, pool).is_ok();
+                last_appeared = Instant::now();
+            }
         }
-        if last_ours.is_some_and(|t| t.elapsed() >= SETTLE) && browser.unresolved() == 0 {
+        if ours_seen && last_appeared.elapsed() >= SETTLE && browser.unresolved() == 0 {
             break;
         }
     }
